@@ -1,0 +1,31 @@
+"""tilecore: a tile-programming language for NVIDIA GPUs with cuTile Python's
+semantics (`import tilecore as ct`), compiled to CUDA through NVRTC and also
+run on the CPU by a NumPy interpreter of the same IR."""
+from __future__ import annotations
+
+from .errors import (TileCompileError, TileError, TileLaunchError, TileRuntimeError,
+                     TileSyntaxError, TileTypeError, TileValueError)
+from .host.launch import launch
+from .kernel import Kernel, TileFunction, function, kernel
+from .language.constants import Constant, ConstantAnnotation
+from .language.dtypes import (DType, bfloat16, bool_, float4_e2m1fn, float8_e4m3fn,
+                              float8_e5m2, float8_e8m0fnu, float16, float32, float64, int8,
+                              int16, int32, int64, promote_types, tfloat32, uint8, uint16,
+                              uint32, uint64)
+from .language.enums import MemoryOrder, MemoryScope, PaddingMode, RoundingMode
+from .language.ops import *  # noqa: F401,F403  (the tile-code functions)
+from .language.ops import __all__ as _ops_all
+from .language.options import ByTarget
+
+__version__ = "0.1.0"
+
+
+__all__ = [
+    "kernel", "function", "launch", "ByTarget", "Kernel", "TileFunction",
+    "Constant", "ConstantAnnotation", "DType", "promote_types",
+    "bool_", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
+    "float16", "float32", "float64", "bfloat16", "tfloat32", "float8_e4m3fn", "float8_e5m2",
+    "float8_e8m0fnu", "float4_e2m1fn", "RoundingMode", "PaddingMode", "MemoryOrder",
+    "MemoryScope", "TileError", "TileSyntaxError", "TileTypeError", "TileValueError",
+    "TileCompileError", "TileLaunchError", "TileRuntimeError",
+] + [n for n in _ops_all if n != "TILE_FUNCTIONS"]

@@ -1,0 +1,110 @@
+"""`python -m tilecore`: a short tour. Compiles and runs a few sample kernels
+on the GPU when one is present, otherwise on the CPU interpreter, and checks
+each result against NumPy."""
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+import tilecore as ct
+
+
+@ct.kernel
+def vec_add(a, b, c, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ta = ct.load(a, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    tb = ct.load(b, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(c, index=(bid,), tile=ta + tb)
+
+
+@ct.kernel
+def softmax_rows(x, y, N: ct.Constant[int]):
+    row = ct.bid(0)
+    t = ct.load(x, index=(row, 0), shape=(1, N), padding_mode=ct.PaddingMode.NEG_INF)
+    t = t.astype(ct.float32)
+    e = ct.exp(t - ct.max(t, axis=1, keepdims=True))
+    ct.store(y, index=(row, 0), tile=(e / ct.sum(e, axis=1, keepdims=True)).astype(y.dtype))
+
+
+@ct.kernel
+def gather_reverse(src, dst, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    idx = bid * TILE + ct.arange(TILE, dtype=ct.int32)
+    n = src.shape[0]
+    vals = ct.gather(src, n - 1 - idx, padding_value=-1.0)
+    ct.scatter(dst, idx, vals)
+
+
+@ct.kernel
+def tile_sum(arr, out, TILE: ct.Constant[int]):
+    acc = ct.zeros((TILE,), dtype=ct.float32)
+    for k in range(ct.num_tiles(arr, 0, (TILE,))):
+        acc += ct.load(arr, index=(k,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(out, index=(0,), tile=ct.sum(acc, axis=0, keepdims=True))
+
+
+def _backend():
+    """(name, to_device, to_host, stream) for the GPU via CuPy, else the interpreter."""
+    from tilecore.runtime.driver import has_gpu
+    if has_gpu():
+        try:
+            import cupy as cp
+            return ("GPU (" + cp.cuda.runtime.getDeviceProperties(0)["name"].decode() + ")",
+                    cp.asarray, cp.asnumpy, cp.cuda.get_current_stream())
+        except ImportError:
+            pass
+    return "CPU interpreter (no GPU found)", (lambda a: a), (lambda a: a), None
+
+
+def _check(name: str, got, want, tol: float, seconds: float) -> bool:
+    err = float(np.max(np.abs(np.asarray(got, np.float64) - np.asarray(want, np.float64)))) \
+        if np.size(want) else 0.0
+    ok = err <= tol
+    print(f"  {'ok  ' if ok else 'FAIL'} {name:<44} max |err| = {err:.2e}   ({seconds * 1e3:.1f} ms)")
+    return ok
+
+
+def main() -> int:
+    where, dev, host, stream = _backend()
+    print(f"tilecore {ct.__version__}: running sample kernels on the {where}")
+    rng = np.random.default_rng(0)
+    ok = True
+
+    n = 100_003
+    a, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    c = dev(np.zeros(n, np.float32))
+    t = time.perf_counter()
+    ct.launch(stream, (ct.cdiv(n, 1024),), vec_add, (dev(a), dev(b), c, 1024))
+    ok &= _check(f"vec_add, n={n}", host(c), a.astype(np.float64) + b, 1e-6,
+                 time.perf_counter() - t)
+
+    x = rng.standard_normal((64, 1000)).astype(np.float32)
+    y = dev(np.zeros_like(x))
+    t = time.perf_counter()
+    ct.launch(stream, (64,), softmax_rows, (dev(x), y, 1024))
+    ref = np.exp(x - x.max(1, keepdims=True))
+    ok &= _check("softmax over rows, 64 x 1000", host(y), ref / ref.sum(1, keepdims=True), 1e-6,
+                 time.perf_counter() - t)
+
+    src = rng.standard_normal(1000).astype(np.float32)
+    dst = dev(np.zeros(1000, np.float32))
+    t = time.perf_counter()
+    ct.launch(stream, (ct.cdiv(1000, 256),), gather_reverse, (dev(src), dst, 256))
+    ok &= _check("gather/scatter reversal, n=1000", host(dst), src[::-1], 0.0,
+                 time.perf_counter() - t)
+
+    arr = rng.standard_normal(5000).astype(np.float32)
+    out = dev(np.zeros(1, np.float32))
+    t = time.perf_counter()
+    ct.launch(stream, (1,), tile_sum, (dev(arr), out, 512))
+    ok &= _check("loop + reduction, sum of 5000", host(out), [arr.astype(np.float64).sum()],
+                 1e-3, time.perf_counter() - t)
+
+    print("all checks passed" if ok else "SOME CHECKS FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

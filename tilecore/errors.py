@@ -1,0 +1,95 @@
+"""Source locations and the TileError hierarchy.
+
+Every IR node carries a `Loc`; errors raised while compiling a kernel show a
+traceback-style frame (file, line, column range, function, source line with
+carets, and the chain of inlined calls) after a message that says what was
+expected and what was found.
+"""
+from __future__ import annotations
+
+import linecache
+from dataclasses import dataclass
+from typing import Optional
+
+__all__ = ["Loc", "TileError", "TileSyntaxError", "TileTypeError", "TileValueError",
+           "TileCompileError", "TileLaunchError", "TileRuntimeError"]
+
+
+@dataclass(frozen=True)
+class Loc:
+    """A position in kernel source: file, 1-based line, 0-based columns."""
+
+    filename: str
+    line: int
+    col: int
+    end_col: Optional[int] = None
+    function: str = "<kernel>"
+    caller: Optional["Loc"] = None  # call site when this code was inlined
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.line}:{self.col + 1}"
+
+    def frame(self) -> str:
+        """Traceback-style rendering with the source line and carets."""
+        parts = []
+        loc: Optional[Loc] = self
+        chain = []
+        while loc is not None:
+            chain.append(loc)
+            loc = loc.caller
+        for loc in reversed(chain):
+            parts.append(f'  File "{loc.filename}", line {loc.line}, '
+                         f'col {loc.col + 1}, in {loc.function}:')
+            src = linecache.getline(loc.filename, loc.line).rstrip("\n")
+            if src:
+                stripped = src.lstrip()
+                indent = len(src) - len(stripped)
+                parts.append("    " + stripped)
+                end = loc.end_col if loc.end_col and loc.end_col > loc.col else loc.col + 1
+                start = max(loc.col - indent, 0)
+                parts.append("    " + " " * start + "^" * max(end - loc.col, 1))
+        return "\n".join(parts)
+
+
+class TileError(Exception):
+    """Base of all errors about tile code; `loc` points into the kernel."""
+
+    def __init__(self, message: str, loc: Optional[Loc] = None):
+        self.message = message
+        self.loc = loc
+        super().__init__(message, loc)
+
+    def __str__(self) -> str:
+        if self.loc is None:
+            return self.message
+        return f"{self.message}\n{self.loc.frame()}"
+
+    def __reduce__(self):
+        return (type(self), (self.message, self.loc))
+
+
+class TileSyntaxError(TileError, SyntaxError):
+    """Python syntax outside the tile-language subset."""
+
+    def __str__(self) -> str:  # SyntaxError overrides __str__; keep ours
+        return TileError.__str__(self)
+
+
+class TileTypeError(TileError, TypeError):
+    """Wrong dtype, shape, argument kind, or failed promotion."""
+
+
+class TileValueError(TileError, ValueError):
+    """A value out of its allowed range (shape not a power of two, bad axis, ...)."""
+
+
+class TileCompileError(TileError, RuntimeError):
+    """The backend compiler (NVRTC) rejected the generated code."""
+
+
+class TileLaunchError(TileError, RuntimeError):
+    """A launch was refused or failed on the device."""
+
+
+class TileRuntimeError(TileError, RuntimeError):
+    """A kernel failed while running (e.g. in the interpreter, a tile fully out of bounds)."""

@@ -1,0 +1,277 @@
+"""Tile-space load/store, tiled views, gather/scatter and num_tiles in tile code."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from ..errors import Loc, TileTypeError, TileValueError
+from ..ir.core import Value
+from ..ir.types import TileType
+from ..language import dtypes as D
+from ..language.enums import PaddingMode
+from .args import array_arg, const_bool, const_int, const_shape, normalize_axis, order_arg
+from .builder import broadcast_shapes, describe
+from .values import Const, FrontVal, TiledView, TupleVal
+
+if TYPE_CHECKING:
+    from .lower import Lowerer
+
+__all__ = ["load", "store", "gather", "scatter", "num_tiles", "tiled_view", "view_load",
+           "view_store", "view_num_tiles"]
+
+
+def _index(lw: "Lowerer", v: FrontVal, ndim: int, fn: str, loc: Loc) -> list[Value]:
+    items = v.items if isinstance(v, TupleVal) else (v,)
+    if len(items) != ndim:
+        raise TileValueError(f'Invalid argument "index" of {fn}(): expected a tuple of {ndim} '
+                             f"index value(s), got {len(items)}", loc)
+    out = []
+    for item in items:
+        ok = (isinstance(item, Const) and isinstance(item.value, int)
+              and not isinstance(item.value, bool)) or (
+            isinstance(item, Value) and isinstance(item.type, TileType) and item.type.shape == ()
+            and item.type.dtype.is_integer)
+        if not ok:
+            raise TileTypeError(f'Invalid argument "index" of {fn}(): expected integer scalars, '
+                                f"got {describe(item)}", loc)
+        out.append(lw.b.to_typed(item, D.int32, (), loc))
+    return out
+
+
+def _hints(a: dict, fn: str, loc: Loc) -> dict:
+    latency = a.get("latency", Const(None))
+    if not (isinstance(latency, Const) and latency.value is None):
+        value = const_int(latency, fn, "latency", loc)
+        if not 1 <= value <= 10:
+            raise TileValueError(f'Invalid argument "latency" of {fn}(): expected an int in '
+                                 f"[1, 10], got {value}", loc)
+        latency = Const(value)
+    allow_tma = a.get("allow_tma", Const(None))
+    if not (isinstance(allow_tma, Const) and allow_tma.value is None):
+        const_bool(allow_tma, fn, "allow_tma", loc)
+    return {"latency": latency.value, "allow_tma": allow_tma.value}
+
+
+def _padding(v: FrontVal, dtype, fn: str, loc: Loc) -> PaddingMode:
+    if not (isinstance(v, Const) and isinstance(v.value, PaddingMode)):
+        raise TileTypeError(f'Invalid argument "padding_mode" of {fn}(): expected a '
+                            f"tilecore.PaddingMode, got {describe(v)}", loc)
+    mode = v.value
+    if not dtype.is_float and mode not in (PaddingMode.ZERO, PaddingMode.UNDETERMINED):
+        raise TileValueError(f'Invalid argument "padding_mode" of {fn}(): {mode} needs a '
+                             f"floating-point array, got an array of {dtype.name}", loc)
+    return mode
+
+
+def _emit_load(lw, arr: Value, index, shape, order, steps, padding, check_bounds, hints, loc):
+    attrs = {"shape": shape, "order": order, "steps": steps, "padding": padding,
+             "check_bounds": check_bounds, **hints}
+    return lw.b.emit1("load", (arr, *index), TileType(arr.type.dtype, shape), attrs, loc)
+
+
+def load(lw: "Lowerer", a: dict, loc: Loc) -> FrontVal:
+    arr = array_arg(a["array"], "load", "array", loc)
+    nd = arr.type.ndim
+    shape = const_shape(a["shape"], "load", "shape", loc, ndim=nd)
+    order = order_arg(a["order"], nd, "load", loc)
+    index = _index(lw, a["index"], nd, "load", loc)
+    padding = _padding(a["padding_mode"], arr.type.dtype, "load", loc)
+    check = const_bool(a["check_bounds"], "load", "check_bounds", loc)
+    return _emit_load(lw, arr, index, shape, order, shape, padding, check,
+                      _hints(a, "load", loc), loc)
+
+
+def _store_tile(lw, arr: Value, tile: FrontVal, fn: str, loc: Loc,
+                shape: Optional[tuple] = None) -> Value:
+    if isinstance(tile, Const) and tile.is_number:
+        if shape is None:
+            raise TileTypeError(f'Invalid argument "tile" of {fn}(): expected a tile, got '
+                                f"{describe(tile)}", loc)
+        return lw.b.to_typed(tile, arr.type.dtype, shape, loc)
+    if not (isinstance(tile, Value) and isinstance(tile.type, TileType)):
+        raise TileTypeError(f'Invalid argument "tile" of {fn}(): expected a tile, got '
+                            f"{describe(tile)}", loc)
+    if tile.type.dtype is not arr.type.dtype:
+        raise TileTypeError(f'Invalid argument "tile" of {fn}(): its dtype {tile.type.dtype.name} '
+                            f"differs from the array's {arr.type.dtype.name}; convert it with "
+                            f"astype()", loc)
+    if shape is not None:
+        if tile.type.shape != shape:
+            return lw.b.broadcast(tile, shape, loc)
+        return tile
+    if tile.type.ndim == 0:
+        from .shapes import reshape_value
+        return reshape_value(lw, tile, (1,) * arr.type.ndim, loc)
+    if tile.type.ndim != arr.type.ndim:
+        raise TileValueError(f'Invalid argument "tile" of {fn}(): expected a tile with '
+                             f"{arr.type.ndim} dimension(s) like the array, got shape "
+                             f"{tile.type.shape}", loc)
+    return tile
+
+
+def _emit_store(lw, arr, tile: Value, index, order, steps, check_bounds, hints, loc):
+    attrs = {"shape": tile.type.shape, "order": order, "steps": steps,
+             "check_bounds": check_bounds, **hints}
+    lw.b.emit("store", (arr, tile, *index), (), attrs, (), loc)
+    return Const(None)
+
+
+def store(lw: "Lowerer", a: dict, loc: Loc) -> FrontVal:
+    arr = array_arg(a["array"], "store", "array", loc)
+    nd = arr.type.ndim
+    tile = _store_tile(lw, arr, a["tile"], "store", loc)
+    order = order_arg(a["order"], nd, "store", loc)
+    index = _index(lw, a["index"], nd, "store", loc)
+    check = const_bool(a["check_bounds"], "store", "check_bounds", loc)
+    return _emit_store(lw, arr, tile, index, order, tile.type.shape, check,
+                       _hints(a, "store", loc), loc)
+
+
+# --- tiled views ----------------------------------------------------------------------------------
+def tiled_view(lw: "Lowerer", arr: Value, a: dict, loc: Loc) -> TiledView:
+    nd = arr.type.ndim
+    shape = const_shape(a["tile_shape"], "tiled_view", "tile_shape", loc, ndim=nd)
+    padding = _padding(a["padding_mode"], arr.type.dtype, "tiled_view", loc)
+    steps_v = a["traversal_steps"]
+    if isinstance(steps_v, Const) and steps_v.value is None:
+        steps = shape
+    else:
+        steps = const_shape(steps_v, "tiled_view", "traversal_steps", loc, pow2=False, ndim=nd)
+    return TiledView(arr, shape, padding, steps)
+
+
+def view_load(lw: "Lowerer", tv: TiledView, a: dict, loc: Loc) -> FrontVal:
+    nd = tv.array.type.ndim
+    index = _index(lw, a["index"], nd, "TiledView.load", loc)
+    return _emit_load(lw, tv.array, index, tv.tile_shape, tuple(range(nd)), tv.steps, tv.padding,
+                      True, _hints(a, "TiledView.load", loc), loc)
+
+
+def view_store(lw: "Lowerer", tv: TiledView, a: dict, loc: Loc) -> FrontVal:
+    nd = tv.array.type.ndim
+    tile = _store_tile(lw, tv.array, a["tile"], "TiledView.store", loc, tv.tile_shape)
+    index = _index(lw, a["index"], nd, "TiledView.store", loc)
+    return _emit_store(lw, tv.array, tile, index, tuple(range(nd)), tv.steps, True,
+                       _hints(a, "TiledView.store", loc), loc)
+
+
+def _tiles_along(lw, dim: Value, tile: int, step: int, loc) -> FrontVal:
+    """Tiles along one axis: starts k*step below dim (step >= tile), or enough
+    overlapping tiles to cover dim (step < tile)."""
+    b = lw.b
+    if step >= tile:
+        return b.binary("floordiv", b.binary("add", dim, Const(step - 1), loc), Const(step), loc)
+    rest = b.binary("maximum", b.binary("sub", dim, Const(tile), loc), Const(0), loc)
+    covered = b.binary("floordiv", b.binary("add", rest, Const(step - 1), loc), Const(step), loc)
+    return b.binary("add", covered, Const(1), loc)
+
+
+def view_num_tiles(lw: "Lowerer", tv: TiledView, a: dict, loc: Loc) -> FrontVal:
+    nd = tv.array.type.ndim
+    axis = normalize_axis(const_int(a["axis"], "TiledView.num_tiles", "axis", loc), nd,
+                          "TiledView.num_tiles", loc)
+    dim = lw.b.emit1("array_dim", (tv.array,), TileType(D.int32, ()), {"axis": axis}, loc)
+    return _tiles_along(lw, dim, tv.tile_shape[axis], tv.steps[axis], loc)
+
+
+def num_tiles(lw: "Lowerer", a: dict, loc: Loc) -> FrontVal:
+    arr = array_arg(a["array"], "num_tiles", "array", loc)
+    nd = arr.type.ndim
+    axis = normalize_axis(const_int(a["axis"], "num_tiles", "axis", loc), nd, "num_tiles", loc)
+    shape = const_shape(a["shape"], "num_tiles", "shape", loc, ndim=nd)
+    order = order_arg(a["order"], nd, "num_tiles", loc)
+    dim = lw.b.emit1("array_dim", (arr,), TileType(D.int32, ()), {"axis": order[axis]}, loc)
+    return _tiles_along(lw, dim, shape[axis], shape[axis], loc)
+
+
+# --- gather / scatter -------------------------------------------------------------------------------
+def _indices(lw, arr: Value, v: FrontVal, fn: str, loc: Loc):
+    items = v.items if isinstance(v, TupleVal) else (v,)
+    nd = arr.type.ndim
+    if len(items) != nd:
+        raise TileValueError(f'Invalid argument "indices" of {fn}(): expected {nd} index tile(s), '
+                             f"one per array dimension, got {len(items)}", loc)
+    vals = []
+    for item in items:
+        if isinstance(item, Const) and isinstance(item.value, int) and not isinstance(item.value,
+                                                                                    bool):
+            vals.append(lw.b.materialize(item, loc))
+        elif isinstance(item, Value) and isinstance(item.type, TileType) and \
+                item.type.dtype.is_integer:
+            vals.append(item)
+        else:
+            raise TileTypeError(f'Invalid argument "indices" of {fn}(): expected integer tiles, '
+                                f"got {describe(item)}", loc)
+    shape: tuple[int, ...] = ()
+    for v_ in vals:
+        shape = broadcast_shapes(shape, v_.type.shape, loc, "indices")
+    wide = any(v_.type.dtype.bits == 64 for v_ in vals)
+    dtype = D.int64 if wide else D.int32
+    return [lw.b.to_typed(v_, dtype, shape, loc) for v_ in vals], shape
+
+
+def _mask(lw, v: FrontVal, shape, fn: str, loc: Loc) -> Optional[Value]:
+    if isinstance(v, Const) and (v.value is None or v.value is True):
+        return None
+    if isinstance(v, Const) and v.value is False:
+        return lw.b.to_typed(Const(False), D.bool_, shape, loc)
+    if not (isinstance(v, Value) and isinstance(v.type, TileType) and v.type.dtype.is_bool):
+        raise TileTypeError(f'Invalid argument "mask" of {fn}(): expected a bool tile, got '
+                            f"{describe(v)}", loc)
+    broadcast_shapes(v.type.shape, shape, loc, "mask and indices")
+    return lw.b.broadcast(v, shape, loc)
+
+
+def _in_bounds(lw, arr: Value, idx: list[Value], loc) -> FrontVal:
+    ok: FrontVal = Const(True)
+    for axis, i in enumerate(idx):
+        dim = lw.b.emit1("array_dim", (arr,), TileType(D.int32, ()), {"axis": axis}, loc)
+        inside = lw.b.binary("bitand", lw.b.compare("ge", i, Const(0), loc),
+                             lw.b.compare("lt", i, dim, loc), loc)
+        ok = inside if isinstance(ok, Const) else lw.b.binary("bitand", ok, inside, loc)
+    return ok
+
+
+def gather(lw: "Lowerer", a: dict, loc: Loc) -> FrontVal:
+    arr = array_arg(a["array"], "gather", "array", loc)
+    idx, shape = _indices(lw, arr, a["indices"], "gather", loc)
+    check = const_bool(a["check_bounds"], "gather", "check_bounds", loc)
+    _hints(a, "gather", loc)
+    mask = _mask(lw, a["mask"], shape, "gather", loc)
+    pad = a["padding_value"]
+    dtype = arr.type.dtype
+    tile_pad = isinstance(pad, Value) and pad.type.shape != ()
+    if not (isinstance(pad, Const) and pad.is_number) and not isinstance(pad, Value):
+        raise TileTypeError(f'Invalid argument "padding_value" of gather(): expected a number or '
+                            f"a tile, got {describe(pad)}", loc)
+    if tile_pad:
+        broadcast_shapes(pad.type.shape, shape, loc, "padding_value and indices")
+    scalar_pad = lw.b.to_typed(Const(0) if tile_pad else pad, dtype, (), loc)
+    operands = [arr, scalar_pad, *idx] + ([mask] if mask is not None else [])
+    out = lw.b.emit1("gather", operands, TileType(dtype, shape),
+                     {"has_mask": mask is not None, "check_bounds": check}, loc)
+    if tile_pad:
+        keep = _in_bounds(lw, arr, idx, loc)
+        if mask is not None:
+            keep = lw.b.binary("bitand", keep, mask, loc)
+        return lw.b.where(keep, out, lw.b.to_typed(pad, dtype, shape, loc), loc)
+    return out
+
+
+def scatter(lw: "Lowerer", a: dict, loc: Loc) -> FrontVal:
+    arr = array_arg(a["array"], "scatter", "array", loc)
+    idx, shape = _indices(lw, arr, a["indices"], "scatter", loc)
+    check = const_bool(a["check_bounds"], "scatter", "check_bounds", loc)
+    _hints(a, "scatter", loc)
+    mask = _mask(lw, a["mask"], shape, "scatter", loc)
+    value = a["value"]
+    if isinstance(value, Value) and isinstance(value.type, TileType):
+        if value.type.dtype is not arr.type.dtype:
+            raise TileTypeError(f'Invalid argument "value" of scatter(): its dtype '
+                                f"{value.type.dtype.name} differs from the array's "
+                                f"{arr.type.dtype.name}; convert it with astype()", loc)
+        broadcast_shapes(value.type.shape, shape, loc, "value and indices")
+    vals = lw.b.to_typed(value, arr.type.dtype, shape, loc)
+    operands = [arr, vals, *idx] + ([mask] if mask is not None else [])
+    lw.b.emit("scatter", operands, (), {"has_mask": mask is not None, "check_bounds": check}, (),
+              loc)
+    return Const(None)

@@ -1,0 +1,3 @@
+"""Host side of kernels: argument checking, target choice, launch and
+ahead-of-time compilation (glue between front end, interpreter, backend and
+runtime)."""

@@ -1,0 +1,133 @@
+"""Rules for element-wise ops: astype, unary, binary, compare, where.
+
+Operands are computed in `compute_dtype` (float32 for narrow floats, int32 for
+bool) and each result is rounded once to the result dtype with `cast`, which
+is what the CUDA backend does. Integer arithmetic wraps; NumPy's overflow and
+divide warnings are silenced because the IR defines (or leaves unspecified,
+but never failing) those cases.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.core import Op
+from .context import BlockContext
+from .rounding import cast, compute_dtype
+
+__all__ = ["RULES"]
+
+
+def _astype(ctx: BlockContext, op: Op, args: list) -> tuple:
+    return (cast(args[0], op.attrs["dtype"]),)
+
+
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    return 1 / np.sqrt(x)
+
+
+_FLOAT_UNARY = {
+    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
+    "rsqrt": _rsqrt, "sin": np.sin, "cos": np.cos, "tan": np.tan, "sinh": np.sinh,
+    "cosh": np.cosh, "tanh": np.tanh, "floor": np.floor, "ceil": np.ceil,
+}
+
+
+def _unary(ctx: BlockContext, op: Op, args: list) -> tuple:
+    fn = op.attrs["fn"]
+    x = args[0]
+    dtype = op.operands[0].type.dtype
+    if fn == "isnan":
+        return (np.isnan(x.astype(compute_dtype(dtype))) if dtype.is_float
+                else np.zeros(x.shape, np.bool_),)
+    if fn == "invert" and dtype.is_bool:
+        return (np.logical_not(x),)
+    with np.errstate(all="ignore"):
+        xc = x.astype(compute_dtype(dtype))
+        if fn == "neg":
+            r = np.negative(xc)
+        elif fn == "invert":
+            r = np.invert(xc)
+        elif fn == "abs":
+            r = np.abs(xc)
+        else:
+            r = _FLOAT_UNARY[fn](xc)
+        return (cast(r, dtype),)
+
+
+def _int_floordiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    zero = b == 0
+    return np.where(zero, 0, np.floor_divide(a, np.where(zero, 1, b))).astype(a.dtype)
+
+
+def _int_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    zero = b == 0
+    return np.where(zero, 0, np.remainder(a, np.where(zero, 1, b))).astype(a.dtype)
+
+
+def _int_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    # A negative exponent is outside the contract; give 0 rather than raise.
+    neg = b < 0
+    return np.where(neg, 0, np.power(a, np.where(neg, 0, b))).astype(a.dtype)
+
+
+def _shift_counts(b: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """(in-range mask, counts with out-of-range ones replaced by 0). Negative
+    counts are out of range (they are huge as unsigned numbers)."""
+    ok = (b >= 0) & (b < bits)
+    return ok, np.where(ok, b, 0).astype(b.dtype)
+
+
+def _lshift(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    ok, counts = _shift_counts(b, a.dtype.itemsize * 8)
+    return np.where(ok, np.left_shift(a, counts), 0).astype(a.dtype)
+
+
+def _rshift(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    bits = a.dtype.itemsize * 8
+    ok, counts = _shift_counts(b, bits)
+    if a.dtype.kind == "i":
+        # A count >= bits fills with the sign bit, as shifting by bits-1 does.
+        counts = np.where(ok, counts, bits - 1).astype(b.dtype)
+        return np.right_shift(a, counts)
+    return np.where(ok, np.right_shift(a, counts), 0).astype(a.dtype)
+
+
+_COMMON_BINARY = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
+    "atan2": np.arctan2, "minimum": np.minimum, "maximum": np.maximum,
+    "bitand": np.bitwise_and, "bitor": np.bitwise_or, "bitxor": np.bitwise_xor,
+}
+_INT_BINARY = {"floordiv": _int_floordiv, "mod": _int_mod, "pow": _int_pow,
+               "lshift": _lshift, "rshift": _rshift}
+_FLOAT_BINARY = {"floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power}
+
+
+def _binary(ctx: BlockContext, op: Op, args: list) -> tuple:
+    fn = op.attrs["fn"]
+    dtype = op.operands[0].type.dtype
+    cdt = compute_dtype(dtype)
+    with np.errstate(all="ignore"):
+        a, b = args[0].astype(cdt), args[1].astype(cdt)
+        impl = _COMMON_BINARY.get(fn) or (_FLOAT_BINARY if dtype.is_float
+                                          else _INT_BINARY)[fn]
+        return (cast(impl(a, b), dtype),)
+
+
+_COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+            "gt": np.greater, "ge": np.greater_equal}
+
+
+def _compare(ctx: BlockContext, op: Op, args: list) -> tuple:
+    dtype = op.operands[0].type.dtype
+    # bool compares as 0/1, exactly like its int32 compute form.
+    cdt = compute_dtype(dtype)
+    return (_COMPARE[op.attrs["fn"]](args[0].astype(cdt), args[1].astype(cdt)),)
+
+
+def _where(ctx: BlockContext, op: Op, args: list) -> tuple:
+    cond, a, b = args
+    return (np.where(cond, a, b).astype(a.dtype, copy=False),)
+
+
+RULES = {"astype": _astype, "unary": _unary, "binary": _binary, "compare": _compare,
+         "where": _where}

@@ -1,0 +1,146 @@
+"""Rules for global-memory ops: tile-space load/store and gather/scatter.
+
+Within one tile the coordinates along each axis are consecutive (steps only
+move the tile's origin), so the in-bounds part of a tile is a box: a basic
+slice of the array, transposed by `order` into tile axes. Loads fill the rest
+with the padding value; stores write through the slice, which also works for
+strided and non-contiguous array views.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ..errors import TileRuntimeError
+from ..ir.core import Op
+from ..language.dtypes import DType
+from ..language.enums import PaddingMode
+from .context import BlockContext
+from .rounding import cast
+
+__all__ = ["RULES", "padding_value"]
+
+_FLOAT_PAD = {PaddingMode.UNDETERMINED: np.nan, PaddingMode.ZERO: 0.0,
+              PaddingMode.NEG_ZERO: -0.0, PaddingMode.NAN: np.nan,
+              PaddingMode.POS_INF: np.inf, PaddingMode.NEG_INF: -np.inf}
+
+
+def padding_value(mode: Optional[PaddingMode], dtype: DType) -> np.ndarray:
+    """The 0-d array an out-of-bounds element of a load reads. Modes a dtype
+    cannot represent map to its nearest sensible value: integers and bool take
+    0/False for ZERO and NEG_ZERO, their min for NEG_INF, their max (True)
+    otherwise, which makes UNDETERMINED the dtype's max as the IR says."""
+    mode = PaddingMode.UNDETERMINED if mode is None else mode
+    if dtype.is_float:
+        return cast(np.array(_FLOAT_PAD[mode]), dtype)
+    if mode in (PaddingMode.ZERO, PaddingMode.NEG_ZERO):
+        value = 0
+    elif mode is PaddingMode.NEG_INF:
+        value = dtype.min
+    else:
+        value = dtype.max
+    return np.array(value, dtype=dtype.numpy_dtype)
+
+
+def _tile_box(ctx: BlockContext, op: Op, arr: np.ndarray, index: list) -> tuple:
+    """(array slices, tile slices, order) for the in-bounds part of the
+    addressed tile; order defaults to the identity and steps to the shape.
+
+    Raises TileRuntimeError if the tile is entirely out of bounds, or partly
+    out of bounds although check_bounds=False promised otherwise."""
+    shape = tuple(op.attrs["shape"])
+    order = tuple(op.attrs.get("order") or range(len(shape)))
+    steps = tuple(op.attrs.get("steps") or shape)
+    tile_index = tuple(int(i) for i in index)
+    arr_slices: list = [slice(None)] * arr.ndim
+    tile_slices = []
+    partial = False
+    for k, extent in enumerate(shape):
+        start = tile_index[k] * steps[k]
+        lo, hi = max(start, 0), min(start + extent, arr.shape[order[k]])
+        if lo >= hi:
+            raise _bounds_error(ctx, op, arr, tile_index, shape, "entirely out of bounds")
+        partial |= hi - lo < extent
+        arr_slices[order[k]] = slice(lo, hi)
+        tile_slices.append(slice(lo - start, hi - start))
+    if partial and not op.attrs.get("check_bounds", True):
+        raise _bounds_error(ctx, op, arr, tile_index, shape,
+                            "partly out of bounds, but check_bounds=False promised in bounds")
+    return tuple(arr_slices), tuple(tile_slices), order
+
+
+def _bounds_error(ctx: BlockContext, op: Op, arr: np.ndarray, tile_index: tuple,
+                  shape: tuple, what: str) -> TileRuntimeError:
+    name = ctx.array_names.get(op.operands[0], repr(op.operands[0]))
+    return TileRuntimeError(
+        f'{op.name}(): tile {tile_index} of shape {shape} is {what} of array "{name}" '
+        f"with shape {arr.shape} (block {ctx.bid})", loc=op.loc)
+
+
+def _load(ctx: BlockContext, op: Op, args: list) -> tuple:
+    arr, index = args[0], args[1:]
+    arr_slices, tile_slices, order = _tile_box(ctx, op, arr, index)
+    dtype = op.result.type.dtype
+    out = np.full(tuple(op.attrs["shape"]),
+                  padding_value(op.attrs.get("padding"), dtype), dtype=arr.dtype)
+    out[tile_slices] = arr[arr_slices].transpose(order)
+    return (out,)
+
+
+def _store(ctx: BlockContext, op: Op, args: list) -> tuple:
+    arr, tile, index = args[0], args[1], args[2:]
+    arr_slices, tile_slices, order = _tile_box(ctx, op, arr, index)
+    arr[arr_slices].transpose(order)[...] = tile[tile_slices]
+    return ()
+
+
+def _valid_elements(ctx: BlockContext, op: Op, arr: np.ndarray, indices: list,
+                    mask: Optional[np.ndarray]) -> np.ndarray:
+    """Bool tile: the element is enabled by the mask and in bounds on every axis.
+    With check_bounds=False an enabled out-of-bounds index is a kernel bug and
+    raises, so the interpreter shows it."""
+    inb = np.ones(np.shape(indices[0]), dtype=np.bool_)
+    for axis, idx in enumerate(indices):
+        inb &= (idx >= 0) & (idx < arr.shape[axis])
+    enabled = np.ones_like(inb) if mask is None else np.asarray(mask, dtype=np.bool_)
+    if not op.attrs.get("check_bounds", True) and np.any(enabled & ~inb):
+        bad = tuple(int(np.asarray(i)[enabled & ~inb].flat[0]) for i in indices)
+        name = ctx.array_names.get(op.operands[0], repr(op.operands[0]))
+        raise TileRuntimeError(
+            f'{op.name}(): index {bad} is out of bounds of array "{name}" with shape '
+            f"{arr.shape}, but check_bounds=False promised in bounds (block {ctx.bid})",
+            loc=op.loc)
+    return enabled & inb
+
+
+def _split_mask(op: Op, rest: list) -> tuple[list, Optional[np.ndarray]]:
+    if op.attrs.get("has_mask", False):
+        return rest[:-1], rest[-1]
+    return rest, None
+
+
+def _safe_index(indices: list, valid: np.ndarray) -> tuple:
+    """Indices with disabled elements pointed at 0 (always in bounds when read)."""
+    return tuple(np.where(valid, i, 0) for i in indices)
+
+
+def _gather(ctx: BlockContext, op: Op, args: list) -> tuple:
+    arr, pad = args[0], args[1]
+    indices, mask = _split_mask(op, args[2:])
+    valid = _valid_elements(ctx, op, arr, indices, mask)
+    if arr.size == 0:
+        return (np.full(valid.shape, pad, dtype=arr.dtype),)
+    values = arr[_safe_index(indices, valid)]
+    return (np.where(valid, values, pad).astype(arr.dtype, copy=False),)
+
+
+def _scatter(ctx: BlockContext, op: Op, args: list) -> tuple:
+    arr, values = args[0], args[1]
+    indices, mask = _split_mask(op, args[2:])
+    valid = _valid_elements(ctx, op, arr, indices, mask)
+    arr[tuple(np.asarray(i)[valid] for i in indices)] = np.asarray(values)[valid]
+    return ()
+
+
+RULES = {"load": _load, "store": _store, "gather": _gather, "scatter": _scatter}

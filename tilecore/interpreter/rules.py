@@ -1,0 +1,15 @@
+"""The interpreter's rule table: one entry per op name of `ir.ops.OPS`."""
+from __future__ import annotations
+
+from . import control, elementwise, memory, reduce, values
+from .context import Rule
+
+__all__ = ["RULES"]
+
+RULES: dict[str, Rule] = {
+    **values.RULES,
+    **elementwise.RULES,
+    **reduce.RULES,
+    **memory.RULES,
+    **control.RULES,
+}

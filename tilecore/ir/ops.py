@@ -1,0 +1,106 @@
+"""The catalog of IR ops: the contract every backend implements.
+
+The front end guarantees the invariants stated here (dtypes already promoted,
+shapes already broadcast, axes normalized), so backends never re-derive typing
+rules. Both the interpreter and the CUDA code generator keep a rule table
+keyed by these names; a test checks that each covers every op.
+
+Notation: operands in parentheses, attrs in braces. "scalar" is a 0-d tile.
+
+constant   () {value}                 -> scalar of the result dtype; value is a Python
+                                         bool/int/float already representable in it.
+bid        () {axis}                  -> int32 scalar: this block's index on grid axis 0..2.
+num_blocks () {axis}                  -> int32 scalar: grid size on that axis.
+array_dim  (arr) {axis}               -> int32 scalar: arr.shape[axis].
+array_stride (arr) {axis}             -> int32 scalar: arr.strides[axis], in elements.
+iota       () {shape=(n,), dtype}     -> 1-d tile 0, 1, ..., n-1 (integer dtype).
+broadcast  (x) {shape}                -> x broadcast to shape (NumPy rules; rank may grow).
+reshape    (x) {shape}                -> same elements in row-major order, new shape.
+permute    (x) {axes}                 -> numpy.transpose(x, axes).
+astype     (x) {dtype}                -> element-wise conversion: float->int truncates toward
+                                         zero, int->int wraps (two's complement), float->narrower
+                                         float and int->float round to nearest even, ->bool is
+                                         x != 0, bool->number is 0/1. tfloat32 keeps 10 mantissa
+                                         bits (RN). NaN/inf/out-of-range float->int: unspecified.
+unary      (x) {fn}                   -> fn in UNARY_FNS, same dtype and shape, except
+                                         isnan -> bool. neg on unsigned wraps. invert: bitwise
+                                         not on integers, logical not on bool.
+binary     (a, b) {fn}                -> fn in BINARY_FNS; a and b have the same dtype and shape;
+                                         result has that dtype. Integer floordiv/mod follow
+                                         Python (floor; the remainder has the divisor's sign);
+                                         float mod likewise (Python's %); integer division by
+                                         zero is unspecified. lshift/rshift: shift counts >= bits
+                                         are unspecified; rshift is arithmetic for signed ints.
+                                         pow on integers: exponent >= 0. minimum/maximum
+                                         propagate NaN. truediv is only emitted for floats.
+compare    (a, b) {fn}                -> fn in COMPARE_FNS, a and b same dtype/shape -> bool tile.
+where      (cond, a, b)               -> cond is bool; all three have the same shape; a and b
+                                         the same dtype.
+reduce     (x) {fn, axes, keepdims}   -> fn in REDUCE_FNS over the sorted tuple `axes`
+                                         (non-empty); same dtype as x (the front end casts
+                                         bool to int32 first). max/min propagate NaN; sum/prod
+                                         of integers wrap.
+argreduce  (x) {fn, axis, keepdims}   -> fn in ('argmax', 'argmin'); axis is an int, or None
+                                         for the flattened tile (then keepdims keeps all dims
+                                         as 1); int32 result; ties pick the first index; a NaN
+                                         counts as larger than everything for argmax and smaller
+                                         for argmin (so the first NaN wins), as NumPy does.
+load       (arr, *index) {shape, order, steps, padding, check_bounds, latency, allow_tma}
+                                      -> tile of arr.dtype with `shape` (len = arr.ndim).
+                                         index: one int32 scalar per tile axis. Element t[k...]
+                                         (tile axes k) reads arr at array axis order[k],
+                                         coordinate index[k] * steps[k] + t_k. Out-of-bounds
+                                         elements (coordinate >= dim) take the padding value of
+                                         `padding` (a PaddingMode: UNDETERMINED -> NaN for
+                                         floats, the dtype's max for ints, True for bool).
+                                         check_bounds=False: the front end promises in-bounds.
+store      (arr, tile, *index) {shape, order, steps, check_bounds, latency, allow_tma}
+                                      -> no result; same addressing as load; out-of-bounds
+                                         elements are dropped. tile.dtype == arr.dtype.
+gather     (arr, pad, *indices[, mask]) {has_mask, check_bounds}
+                                      -> tile of arr.dtype with the shape of the indices.
+                                         One integer index tile per array axis, all of the same
+                                         shape and dtype (int32 or int64); `pad` is a scalar of
+                                         arr.dtype. An element whose index is < 0 or >= dim on
+                                         any axis, or whose mask is False, reads `pad`.
+scatter    (arr, values, *indices[, mask]) {has_mask, check_bounds}
+                                      -> no result; values has the indices' shape and
+                                         arr.dtype; out-of-bounds or masked-off writes are
+                                         dropped. Duplicate indices: one of the values lands.
+if         (cond) regions [then, else]-> results = values yielded by the region that runs.
+for        (lb, ub, step, *init) region [body(iv, *carried)]
+                                      -> iv runs lb, lb+step, ... while iv < ub (step > 0);
+                                         results are the carried values when the loop ends
+                                         (normally, or the `break` operands).
+while      (*init) region [body(*carried)]
+                                      -> runs body until it executes `break`; results are the
+                                         break operands.
+yield      (*values)                  -> ends an if-region (its results) or a loop body (the
+                                         next iteration's carried values).
+continue   (*values)                  -> next iteration of the innermost loop with these
+                                         carried values (may appear inside nested if-regions).
+break      (*values)                  -> leaves the innermost loop; values are its results.
+
+A region ends with exactly one terminator (yield/continue/break) as its last op,
+except the function body, which has none.
+"""
+from __future__ import annotations
+
+__all__ = ["OPS", "UNARY_FNS", "BINARY_FNS", "COMPARE_FNS", "REDUCE_FNS", "ARG_REDUCE_FNS",
+           "TERMINATORS", "FLOAT_ONLY_UNARY"]
+
+UNARY_FNS = ("neg", "invert", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt",
+             "sin", "cos", "tan", "sinh", "cosh", "tanh", "floor", "ceil", "isnan")
+# Unary functions the front end only emits on float dtypes (it casts ints to float first).
+FLOAT_ONLY_UNARY = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan",
+                    "sinh", "cosh", "tanh", "floor", "ceil", "isnan")
+BINARY_FNS = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "atan2",
+              "minimum", "maximum", "bitand", "bitor", "bitxor", "lshift", "rshift")
+COMPARE_FNS = ("eq", "ne", "lt", "le", "gt", "ge")
+REDUCE_FNS = ("sum", "prod", "max", "min")
+ARG_REDUCE_FNS = ("argmax", "argmin")
+TERMINATORS = ("yield", "continue", "break")
+
+OPS = ("constant", "bid", "num_blocks", "array_dim", "array_stride", "iota", "broadcast",
+       "reshape", "permute", "astype", "unary", "binary", "compare", "where", "reduce",
+       "argreduce", "load", "store", "gather", "scatter", "if", "for", "while") + TERMINATORS

@@ -1,0 +1,359 @@
+"""The tile-code functions of the language, with cuTile Python's signatures.
+
+These are declarations: calling one from host code raises TypeError. Inside a
+kernel the front end binds the call's arguments against the signature written
+here (so defaults and argument names live in one place) and lowers it to IR.
+"""
+from __future__ import annotations
+
+from .dtypes import float32, int32
+from .enums import PaddingMode
+
+__all__ = [
+    "cdiv", "bid", "num_blocks", "num_tiles", "load", "store", "gather", "scatter",
+    "arange", "zeros", "ones", "full", "astype", "reshape", "permute", "transpose",
+    "broadcast_to", "expand_dims", "sum", "prod", "max", "min", "argmax", "argmin",
+    "minimum", "maximum", "where", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin",
+    "cos", "tan", "sinh", "cosh", "tanh", "floor", "ceil", "abs", "isnan", "pow", "atan2",
+    "add", "sub", "mul", "truediv", "floordiv", "mod", "negative", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "bitwise_not", "equal", "not_equal", "less", "less_equal",
+    "greater", "greater_equal", "TILE_FUNCTIONS",
+]
+
+TILE_FUNCTIONS: dict[str, object] = {}
+
+
+def _tile_only(fn):
+    """Register `fn` as a tile-code function; calling it on the host is an error."""
+    name = fn.__name__
+
+    def host_call(*args, **kwargs):
+        raise TypeError(f"tilecore.{name}() can only be called from tile code "
+                        f"(inside a @tilecore.kernel or a function it calls)")
+
+    host_call.__name__ = name
+    host_call.__qualname__ = name
+    host_call.__doc__ = fn.__doc__
+    host_call.__wrapped__ = fn  # the signature the front end binds against
+    host_call.__module__ = "tilecore"
+    TILE_FUNCTIONS[name] = host_call
+    return host_call
+
+
+def cdiv(a, b, /):
+    """Ceiling division of integers; usable in host code and tile code."""
+    return -(-a // b)
+
+
+# --- blocks and tile space -------------------------------------------------
+@_tile_only
+def bid(axis, /):
+    """Index of the current block along grid axis 0, 1 or 2 (int32)."""
+
+
+@_tile_only
+def num_blocks(axis, /):
+    """Number of blocks of the grid along axis 0, 1 or 2 (int32)."""
+
+
+@_tile_only
+def num_tiles(array, /, axis, shape, order="C"):
+    """Number of tiles of `shape` along tile-space `axis` of `array` (int32)."""
+
+
+# --- memory ------------------------------------------------------------------
+@_tile_only
+def load(array, /, index, shape, *, order="C", padding_mode=PaddingMode.UNDETERMINED,
+         latency=None, allow_tma=None, check_bounds=True):
+    """Load the tile of `shape` at tile-space `index`; out-of-bounds elements are padded."""
+
+
+@_tile_only
+def store(array, /, index, tile, *, order="C", latency=None, allow_tma=None,
+          check_bounds=True):
+    """Store `tile` at tile-space `index`; out-of-bounds elements are dropped."""
+
+
+@_tile_only
+def gather(array, indices, /, *, mask=None, padding_value=0, check_bounds=True, latency=None):
+    """Load the elements at element `indices` (a tile or a tuple of tiles, one per axis)."""
+
+
+@_tile_only
+def scatter(array, indices, value, /, *, mask=None, check_bounds=True, latency=None):
+    """Store `value` at element `indices`; out-of-bounds or masked-off writes are dropped."""
+
+
+# --- factories -------------------------------------------------------------------
+@_tile_only
+def arange(size, /, *, dtype=int32):
+    """1-d tile 0, 1, ..., size-1 (size a compile-time power of two)."""
+
+
+@_tile_only
+def zeros(shape, dtype=float32):
+    """Tile of `shape` filled with 0."""
+
+
+@_tile_only
+def ones(shape, dtype=float32):
+    """Tile of `shape` filled with 1."""
+
+
+@_tile_only
+def full(shape, fill_value, dtype=None):
+    """Tile of `shape` filled with `fill_value` (a scalar); dtype None takes the
+    fill value's dtype (a number: its loosely typed constant dtype)."""
+
+
+# --- conversions and shapes ---------------------------------------------------------
+@_tile_only
+def astype(x, dtype, /):
+    """Element-wise conversion to `dtype`."""
+
+
+@_tile_only
+def reshape(x, /, shape):
+    """Same elements in row-major order, new shape."""
+
+
+@_tile_only
+def permute(x, /, axes):
+    """Permute the axes of `x` (as numpy.transpose)."""
+
+
+@_tile_only
+def transpose(x, /, axis0=None, axis1=None):
+    """Swap two axes (the last two by default; a 1-d or 2-d tile needs none)."""
+
+
+@_tile_only
+def broadcast_to(x, /, shape):
+    """Broadcast `x` to `shape` with NumPy rules."""
+
+
+@_tile_only
+def expand_dims(x, /, axis):
+    """Insert a length-1 axis at `axis`."""
+
+
+# --- reductions ---------------------------------------------------------------------
+@_tile_only
+def sum(x, /, axis=None, *, keepdims=False):
+    """Sum over `axis` (an int, a tuple of ints, or None for all)."""
+
+
+@_tile_only
+def prod(x, /, axis=None, *, keepdims=False):
+    """Product over `axis`."""
+
+
+@_tile_only
+def max(x, /, axis=None, *, keepdims=False):
+    """Maximum over `axis` (NaN propagates)."""
+
+
+@_tile_only
+def min(x, /, axis=None, *, keepdims=False):
+    """Minimum over `axis` (NaN propagates)."""
+
+
+@_tile_only
+def argmax(x, /, axis=None, *, keepdims=False):
+    """Index of the maximum along `axis` (first on ties; int32)."""
+
+
+@_tile_only
+def argmin(x, /, axis=None, *, keepdims=False):
+    """Index of the minimum along `axis` (first on ties; int32)."""
+
+
+# --- element-wise -------------------------------------------------------------------
+@_tile_only
+def minimum(x, y, /):
+    """Element-wise minimum (NaN propagates)."""
+
+
+@_tile_only
+def maximum(x, y, /):
+    """Element-wise maximum (NaN propagates)."""
+
+
+@_tile_only
+def where(cond, x, y, /):
+    """Element-wise `x` where `cond` else `y`."""
+
+
+@_tile_only
+def pow(x, y, /):
+    """Element-wise x ** y."""
+
+
+@_tile_only
+def atan2(x1, x2, /):
+    """Element-wise arctangent of x1 / x2 in the right quadrant."""
+
+
+@_tile_only
+def exp(x, /):
+    """Element-wise e ** x."""
+
+
+@_tile_only
+def exp2(x, /):
+    """Element-wise 2 ** x."""
+
+
+@_tile_only
+def log(x, /):
+    """Element-wise natural logarithm."""
+
+
+@_tile_only
+def log2(x, /):
+    """Element-wise base-2 logarithm."""
+
+
+@_tile_only
+def sqrt(x, /):
+    """Element-wise square root."""
+
+
+@_tile_only
+def rsqrt(x, /):
+    """Element-wise 1 / sqrt(x)."""
+
+
+@_tile_only
+def sin(x, /):
+    """Element-wise sine."""
+
+
+@_tile_only
+def cos(x, /):
+    """Element-wise cosine."""
+
+
+@_tile_only
+def tan(x, /):
+    """Element-wise tangent."""
+
+
+@_tile_only
+def sinh(x, /):
+    """Element-wise hyperbolic sine."""
+
+
+@_tile_only
+def cosh(x, /):
+    """Element-wise hyperbolic cosine."""
+
+
+@_tile_only
+def tanh(x, /):
+    """Element-wise hyperbolic tangent."""
+
+
+@_tile_only
+def floor(x, /):
+    """Element-wise floor."""
+
+
+@_tile_only
+def ceil(x, /):
+    """Element-wise ceiling."""
+
+
+@_tile_only
+def abs(x, /):
+    """Element-wise absolute value."""
+
+
+@_tile_only
+def isnan(x, /):
+    """Element-wise NaN test (bool tile)."""
+
+
+@_tile_only
+def add(x, y, /):
+    """x + y."""
+
+
+@_tile_only
+def sub(x, y, /):
+    """x - y."""
+
+
+@_tile_only
+def mul(x, y, /):
+    """x * y."""
+
+
+@_tile_only
+def truediv(x, y, /):
+    """x / y."""
+
+
+@_tile_only
+def floordiv(x, y, /):
+    """x // y (floor, as Python)."""
+
+
+@_tile_only
+def mod(x, y, /):
+    """x % y (sign of the divisor, as Python)."""
+
+
+@_tile_only
+def negative(x, /):
+    """-x."""
+
+
+@_tile_only
+def bitwise_and(x, y, /):
+    """x & y."""
+
+
+@_tile_only
+def bitwise_or(x, y, /):
+    """x | y."""
+
+
+@_tile_only
+def bitwise_xor(x, y, /):
+    """x ^ y."""
+
+
+@_tile_only
+def bitwise_not(x, /):
+    """~x."""
+
+
+@_tile_only
+def equal(x, y, /):
+    """x == y."""
+
+
+@_tile_only
+def not_equal(x, y, /):
+    """x != y."""
+
+
+@_tile_only
+def less(x, y, /):
+    """x < y."""
+
+
+@_tile_only
+def less_equal(x, y, /):
+    """x <= y."""
+
+
+@_tile_only
+def greater(x, y, /):
+    """x > y."""
+
+
+@_tile_only
+def greater_equal(x, y, /):
+    """x >= y."""
