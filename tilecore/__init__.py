@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .errors import (TileCompileError, TileError, TileLaunchError, TileRuntimeError,
                      TileSyntaxError, TileTypeError, TileValueError)
+from .host.compile import CompiledKernel, compile
 from .host.launch import launch
 from .kernel import Kernel, TileFunction, function, kernel
 from .language.constants import Constant, ConstantAnnotation
@@ -21,7 +22,7 @@ __version__ = "0.1.0"
 
 
 __all__ = [
-    "kernel", "function", "launch", "ByTarget", "Kernel", "TileFunction",
+    "kernel", "function", "launch", "compile", "CompiledKernel", "ByTarget", "Kernel", "TileFunction",
     "Constant", "ConstantAnnotation", "DType", "promote_types",
     "bool_", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
     "float16", "float32", "float64", "bfloat16", "tfloat32", "float8_e4m3fn", "float8_e5m2",

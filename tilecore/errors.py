@@ -71,6 +71,16 @@ class TileError(Exception):
 class TileSyntaxError(TileError, SyntaxError):
     """Python syntax outside the tile-language subset."""
 
+    def __init__(self, message: str, loc: Optional[Loc] = None):
+        # SyntaxError.__init__ wants (msg, (filename, lineno, offset, text)), not a Loc.
+        if loc is None:
+            SyntaxError.__init__(self, message)
+        else:
+            text = linecache.getline(loc.filename, loc.line) or None
+            SyntaxError.__init__(self, message, (loc.filename, loc.line, loc.col + 1, text))
+        self.message = message
+        self.loc = loc
+
     def __str__(self) -> str:  # SyntaxError overrides __str__; keep ours
         return TileError.__str__(self)
 

@@ -37,16 +37,14 @@ class Kernel:
             hints = typing.get_type_hints(pyfunc, include_extras=True)
         except Exception:
             hints = dict(pyfunc.__annotations__)
-        self.constant_params = tuple(
+        self.constant_params = frozenset(
             name for name in self.signature.parameters
             if is_constant_annotation(hints.get(name, pyfunc.__annotations__.get(name))))
+        self.num_params = len(self.signature.parameters)
+        self.param_names = tuple(self.signature.parameters)
         self._ir: dict[tuple, Function] = {}
         self.backend_cache: dict = {}  # owned by the CUDA launch path
         functools.update_wrapper(self, pyfunc)
-
-    @property
-    def num_params(self) -> int:
-        return len(self.signature.parameters)
 
     def __call__(self, *args, **kwargs):
         raise TypeError(f"Kernel {self.__name__}() cannot be called directly; launch it with "

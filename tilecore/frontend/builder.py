@@ -116,7 +116,7 @@ class Builder:
         if isinstance(fv, Value):
             return fv
         if isinstance(fv, Const) and fv.is_number:
-            dtype = fv.dtype or D.constant_dtype(fv.value)
+            dtype = fv.dtype or loose_dtype(fv.value, loc)
             return self.constant(fv.value, dtype, loc)
         raise TileTypeError(f"Invalid {what}: expected a tile or a number, got {describe(fv)}",
                             loc)
@@ -307,6 +307,15 @@ def _py_value(v: Any, dtype: DType):
         return float(np.asarray(np.float64(v)).astype(dtype.numpy_dtype).astype(np.float64))
 
 
+def loose_dtype(value: Any, loc: Optional[Loc]) -> DType:
+    """The dtype a loosely typed numeric constant takes on its own (int32, int64,
+    uint64, float32 or bool_); TileTypeError for integers beyond uint64."""
+    try:
+        return D.constant_dtype(value)
+    except OverflowError as e:
+        raise TileTypeError(f"Invalid constant: {e}", loc) from None
+
+
 def dtype_of(fv: FrontVal) -> Optional[DType]:
     if isinstance(fv, Value):
         return fv.type.dtype
@@ -337,7 +346,8 @@ def describe(fv: Any) -> str:
         if isinstance(t, ArrayType):
             return f"an array of {t.dtype.name} with {t.ndim} dimension(s)"
         if t.is_scalar:
-            return f"a {t.dtype.name} scalar"
+            article = "an" if t.dtype.name[0] in "aeiou" else "a"
+            return f"{article} {t.dtype.name} scalar"
         return f"a tile of {t.dtype.name} with shape {t.shape}"
     if isinstance(fv, Const):
         if fv.is_number:
@@ -345,5 +355,13 @@ def describe(fv: Any) -> str:
             return f"a {kind} constant {fv.value!r}"
         return f"{type(fv.value).__name__} {fv.value!r}"
     if isinstance(fv, TupleVal):
-        return f"a tuple of {len(fv.items)} item(s)"
+        return "a tuple (" + ", ".join(_short(i) for i in fv.items) + \
+            ("," if len(fv.items) == 1 else "") + ")"
     return type(fv).__name__
+
+
+def _short(fv: Any) -> str:
+    """A tuple item in error messages: constants by value, the rest described."""
+    if isinstance(fv, Const) and (fv.is_number or fv.value is None) and fv.dtype is None:
+        return repr(fv.value)
+    return describe(fv)

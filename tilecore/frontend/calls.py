@@ -40,6 +40,9 @@ def bind(sig: inspect.Signature, name: str, args: list, kwargs: dict, loc: Loc) 
     bound.apply_defaults()
     out = {}
     for k, v in bound.arguments.items():
+        if sig.parameters[k].kind is inspect.Parameter.VAR_POSITIONAL:
+            out[k] = TupleVal(tuple(v))   # *args: a tuple of front-end values
+            continue
         out[k] = v if isinstance(v, (Value, Const, TupleVal)) or not _is_plain(v) else Const(v)
     return out
 
@@ -212,7 +215,7 @@ def _len(lw, a, loc):
 
 def _min_max(fn: str):
     def handler(lw, a, loc):
-        items = list(a["args"])
+        items = list(a["args"].items)
         if len(items) == 1 and isinstance(items[0], TupleVal):
             items = list(items[0].items)
         if len(items) < 2:

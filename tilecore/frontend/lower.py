@@ -35,6 +35,22 @@ _CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "
            ast.GtE: "ge"}
 
 
+# Friendly names of common constructs outside the subset (the rest: "The statement 'X'").
+_UNSUPPORTED = {
+    "Try": "Exception handling ('try')", "TryStar": "Exception handling ('try')",
+    "Raise": "'raise'", "With": "'with'", "AsyncWith": "'async with'",
+    "AsyncFor": "'async for'", "Lambda": "A lambda", "ListComp": "A list comprehension",
+    "SetComp": "A set comprehension", "DictComp": "A dict comprehension",
+    "GeneratorExp": "A generator expression", "Dict": "A dict", "Set": "A set",
+    "JoinedStr": "An f-string", "Yield": "'yield'", "YieldFrom": "'yield from'",
+    "Await": "'await'", "NamedExpr": "The assignment expression ':='",
+    "Global": "'global'", "Nonlocal": "'nonlocal'", "Delete": "'del'",
+    "Import": "'import'", "ImportFrom": "'import'", "FunctionDef": "A nested function definition",
+    "AsyncFunctionDef": "A nested function definition", "ClassDef": "A class definition",
+    "Match": "'match'", "Starred": "Unpacking with '*' here", "Slice": "A slice here",
+}
+
+
 class Lowerer:
     """Lowers one Python function body into the builder's current block."""
 
@@ -54,6 +70,14 @@ class Lowerer:
 
     def syntax_error(self, what: str, node: ast.AST):
         return TileSyntaxError(f"{what} is not supported in tile code", self.loc(node))
+
+    def unsupported(self, node: ast.AST):
+        """The error for a statement or expression outside the tile-code subset."""
+        kind = type(node).__name__
+        what = _UNSUPPORTED.get(kind)
+        if what is None:
+            what = f"The {'statement' if isinstance(node, ast.stmt) else 'expression'} '{kind}'"
+        return self.syntax_error(what, node)
 
     # --- statements ---------------------------------------------------------------------
     def lower_body(self, stmts: list[ast.stmt]) -> Optional[str]:
@@ -77,7 +101,7 @@ class Lowerer:
     def lower_stmt(self, node: ast.stmt) -> Optional[str]:
         method = getattr(self, "stmt_" + type(node).__name__, None)
         if method is None:
-            raise self.syntax_error(f"The statement '{type(node).__name__}'", node)
+            raise self.unsupported(node)
         return method(node)
 
     def stmt_Expr(self, node: ast.Expr) -> None:
@@ -129,6 +153,9 @@ class Lowerer:
             raise TileSyntaxError("Item assignment is not supported: tiles are immutable and "
                                   "arrays are written with tilecore.store or tilecore.scatter",
                                   self.loc(target))
+        elif isinstance(target, ast.Attribute):
+            raise TileSyntaxError("Attribute assignment is not supported: objects in tile code "
+                                  "are immutable", self.loc(target))
         else:
             raise self.syntax_error(f"Assignment to '{type(target).__name__}'", target)
 
@@ -190,7 +217,7 @@ class Lowerer:
     def expr(self, node: ast.expr) -> FrontVal:
         method = getattr(self, "expr_" + type(node).__name__, None)
         if method is None:
-            raise self.syntax_error(f"The expression '{type(node).__name__}'", node)
+            raise self.unsupported(node)
         return method(node)
 
     def expr_Constant(self, node: ast.Constant) -> FrontVal:
@@ -213,6 +240,12 @@ class Lowerer:
             raise self.syntax_error(f"The operator '{op_type.__name__}'", node)
         if isinstance(a, TupleVal) and isinstance(b, TupleVal) and fn == "add":
             return TupleVal(a.items + b.items)
+        if fn == "mul" and (isinstance(a, TupleVal) or isinstance(b, TupleVal)):
+            tup, n = (a, b) if isinstance(a, TupleVal) else (b, a)
+            if isinstance(n, Const) and isinstance(n.value, int) and not isinstance(n.value, bool):
+                return TupleVal(tup.items * max(n.value, 0))   # (0,) * ndim
+            raise TileTypeError(f"A tuple can only be repeated by a constant int, got "
+                                f"{describe(n)}", self.loc(node))
         return self.b.binary(fn, a, b, self.loc(node))
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> FrontVal:
@@ -274,6 +307,9 @@ class Lowerer:
                                           "constants (e.g. `x is None`)", loc)
                 same = left.value is right.value
                 r: FrontVal = Const(same if isinstance(op, ast.Is) else not same)
+            elif type(op) in _CMPOPS and (isinstance(left, TupleVal) or
+                                          isinstance(right, TupleVal)):
+                r = self.compare_tuples(type(op), left, right, loc)
             elif type(op) in _CMPOPS:
                 if isinstance(left, Const) and isinstance(right, Const) and not (
                         left.is_number and right.is_number):
@@ -289,6 +325,20 @@ class Lowerer:
             result = r if result is None else self.b.binary("bitand", result, r, loc)
             left = right
         return result
+
+    def compare_tuples(self, op_type, left: FrontVal, right: FrontVal, loc: Loc) -> Const:
+        """`==`/`!=` between compile-time tuples (e.g. `t.shape == (2, 4)`)."""
+        def value(v):
+            if isinstance(v, TupleVal):
+                return tuple(value(i) for i in v.items)
+            if isinstance(v, Const):
+                return v.value
+            raise TileTypeError(f"Tuples can only be compared when every item is a "
+                                f"compile-time constant, got {describe(v)}", loc)
+        if op_type not in (ast.Eq, ast.NotEq):
+            raise TileTypeError(f"Cannot order {describe(left)} and {describe(right)}", loc)
+        eq = value(left) == value(right)
+        return Const(eq if op_type is ast.Eq else not eq)
 
     def expr_IfExp(self, node: ast.IfExp) -> FrontVal:
         cond = self.truth(self.expr(node.test), self.loc(node.test))
@@ -336,7 +386,8 @@ class Lowerer:
         """Inline a call to a Python function used as a tile function."""
         if self.depth >= MAX_INLINE_DEPTH:
             raise TileSyntaxError(f"Tile function calls nest deeper than {MAX_INLINE_DEPTH} "
-                                  f"(recursion is not supported)", loc)
+                                  f"levels at the call to {pyfunc.__name__}() (recursion must "
+                                  f"end at compile time)", loc)
         parsed = parse_function(pyfunc)
         try:
             bound = inspect.signature(pyfunc).bind(*args, **kwargs)
@@ -358,7 +409,7 @@ class Lowerer:
                 scope[name] = TupleVal(())
         inner = Lowerer(self.b, parsed, scope, loc, self.depth + 1)
         inner.lower_body(parsed.tree.body)
-        result = scope.get(RETURN, Const(None))
+        result = inner.scope.get(RETURN, Const(None))  # control flow rebinds inner.scope
         if isinstance(result, Undefined):
             raise TileSyntaxError(f"Not every path through {pyfunc.__name__}() returns a value",
                                   loc)

@@ -162,7 +162,7 @@ def _tile_subscript(lw: "Lowerer", v: Value, index: ast.expr, loc: Loc) -> Value
             out.append(shape[axis])
             axis += 1
         else:
-            raise TileSyntaxError("Tiles can only be indexed with ':' , None and '...' (tiles are "
+            raise TileSyntaxError("Tiles can only be indexed with ':', None and '...' (tiles are "
                                   "not addressable element by element)", loc)
     out.extend(shape[axis:])
     return S.reshape_value(lw, v, tuple(out), loc)

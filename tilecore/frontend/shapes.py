@@ -9,7 +9,7 @@ from ..ir.types import TileType
 from ..language import dtypes as D
 from .args import (const_axes, const_bool, const_dtype, const_int, const_shape, normalize_axis,
                    tile_arg)
-from .builder import _py_value, describe, is_pow2
+from .builder import _py_value, describe, is_pow2, loose_dtype
 from .values import Const, FrontVal, TupleVal
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def full(lw: "Lowerer", shape_v, fill, dtype_v, loc: Loc, fn: str) -> FrontVal:
         if isinstance(fill, Value):
             dtype = fill.type.dtype
         elif isinstance(fill, Const) and fill.is_number:
-            dtype = fill.dtype or D.constant_dtype(fill.value)
+            dtype = fill.dtype or loose_dtype(fill.value, loc)
         else:
             dtype = const_dtype(dtype_v, fn, "dtype", loc)
     else:

@@ -15,8 +15,24 @@ __all__ = ["normalize_grid", "check_arg_count", "scalar_kind", "is_device_array"
            "classify_non_array", "param_names"]
 
 
+_GRIDS: dict = {}
+_INT_ONLY = {int}
+
+
 def normalize_grid(grid: Any) -> tuple[int, int, int]:
-    """A grid of 1 to 3 positive ints as a 3-tuple."""
+    """A grid of 1 to 3 positive ints as a 3-tuple (valid grids are memoized)."""
+    ints = type(grid) is tuple and set(map(type, grid)) == _INT_ONLY
+    if ints:
+        hit = _GRIDS.get(grid)
+        if hit is not None:
+            return hit
+    grid3 = _check_grid(grid)
+    if ints and len(_GRIDS) < 4096:
+        _GRIDS[grid] = grid3
+    return grid3
+
+
+def _check_grid(grid: Any) -> tuple[int, int, int]:
     items = (grid,) if isinstance(grid, (int, np.integer)) and not isinstance(grid, bool) \
         else grid
     if not isinstance(items, (tuple, list)) or not 1 <= len(items) <= 3 or not all(
@@ -38,6 +54,8 @@ def param_names(kernel: Kernel) -> list[str]:
 
 
 def check_arg_count(kernel: Kernel, args: Any) -> tuple:
+    if type(args) is tuple and len(args) == kernel.num_params:
+        return args
     if not isinstance(args, (tuple, list)):
         raise TypeError(f'Invalid argument "kernel_args" of launch(): expected a tuple, got '
                         f"{type(args).__name__}")
@@ -63,6 +81,9 @@ def scalar_kind(name: str, value: Any) -> ScalarArg:
 
 
 def is_device_array(value: Any) -> bool:
+    from ..runtime.arrays import DeviceArray
+    if isinstance(value, DeviceArray):
+        return True
     return hasattr(value, "__cuda_array_interface__") or (
         hasattr(value, "__dlpack__") and not isinstance(value, np.ndarray))
 

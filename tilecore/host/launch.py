@@ -2,7 +2,9 @@
 
 NumPy arrays run on the CPU interpreter; device arrays (DLPack or
 __cuda_array_interface__) run on the GPU, or in the interpreter when
-TILECORE_INTERPRET=1.
+TILECORE_INTERPRET=1 (read when a kernel specialization is first launched). The target is decided from the arguments' types, each
+type inspected once (reading a protocol attribute such as a torch tensor's
+__cuda_array_interface__ is far too slow for every launch).
 """
 from __future__ import annotations
 
@@ -10,32 +12,71 @@ from typing import Any
 
 import numpy as np
 
-from .. import config
 from ..kernel import Kernel
-from .classify import check_arg_count, is_device_array, normalize_grid
+from .classify import check_arg_count, normalize_grid
 
 __all__ = ["launch"]
+
+_SIDE_BY_TYPE: dict[type, str] = {}
+_ROUTES: dict[tuple, str] = {}
+_DEVICE_TYPE_ROOTS = ("torch", "cupy")
+
+
+def _side(value: Any) -> str:
+    """'host' (NumPy), 'device' (a GPU array) or 'other' (scalars, dtypes, ...),
+    decided once per type. Tensors of torch are 'device' by type: a CPU tensor
+    is then refused with a message naming the argument."""
+    cls = type(value)
+    side = _SIDE_BY_TYPE.get(cls)
+    if side is None:
+        if issubclass(cls, np.ndarray):
+            side = "host"
+        elif cls.__module__.split(".")[0] in _DEVICE_TYPE_ROOTS and \
+                hasattr(cls, "data_ptr") or hasattr(cls, "data") and \
+                cls.__module__.split(".")[0] == "cupy":
+            side = "device"
+        else:
+            from ..runtime.arrays import classify_arg
+            kind = classify_arg(value)
+            side = kind if kind in ("host", "device") else "other"
+        _SIDE_BY_TYPE[cls] = side
+    return side
+
+
+def _route(kernel: Kernel, args: tuple) -> str:
+    """'gpu' or 'cpu' for arguments of these types (cached by the types)."""
+    types = tuple(map(type, args))
+    route = _ROUTES.get(types)
+    if route is None:
+        sides = {_side(a) for a in args}
+        if "host" in sides and "device" in sides:
+            raise TypeError(f"Kernel {kernel.__name__}() got both host arrays (NumPy) and "
+                            f"device arrays; pass all arrays on the same side")
+        route = "gpu" if "device" in sides else "cpu" if "host" in sides else "none"
+        _ROUTES[types] = route
+    return route
 
 
 def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /) -> None:
     """Queue `kernel` over `grid` (1 to 3 positive ints) with `kernel_args` on `stream`."""
-    if not isinstance(kernel, Kernel):
+    if type(kernel) is not Kernel:
         raise TypeError(f'Invalid argument "kernel" of launch(): expected a @tilecore.kernel, '
                         f"got {type(kernel).__name__}")
     grid3 = normalize_grid(grid)
     args = check_arg_count(kernel, kernel_args)
-    has_numpy = any(isinstance(a, np.ndarray) for a in args)
-    has_device = any(is_device_array(a) for a in args)
-    if has_numpy and has_device:
-        raise TypeError(f"Kernel {kernel.__name__}() got both NumPy arrays (CPU) and device "
-                        f"arrays; pass all arrays on the same side")
-    if has_numpy or (not has_device and stream is None) or config.interpret():
-        from .cpu import launch_cpu
-        if has_device:
-            from .device_copies import to_host, from_host
-            launch_cpu(kernel, grid3, args, to_host, from_host)
-        else:
-            launch_cpu(kernel, grid3, args)
+    route = _route(kernel, args)
+    if route == "none":  # no arrays at all: run where the stream says
+        route = "cpu" if stream is None else "gpu"
+    if route == "gpu":
+        launch_gpu(stream, grid3, kernel, args)
         return
-    from .gpu import launch_gpu
-    launch_gpu(stream, grid3, kernel, args)
+    from .cpu import launch_cpu
+    launch_cpu(kernel, grid3, args)
+
+
+def launch_gpu(stream, grid, kernel, args) -> None:
+    """The GPU launch path, imported on first use (it pulls in the backend)."""
+    global launch_gpu
+    from .gpu import launch_gpu as real
+    launch_gpu = real
+    real(stream, grid, kernel, args)

@@ -47,7 +47,14 @@ class DType:
         return (_dtype_by_name, (self.name,))
 
     def __call__(self, value):
-        """Strictly typed constant in host code: a NumPy scalar of this dtype."""
+        """Strictly typed constant in host code: a NumPy scalar of this dtype.
+        Integers wrap (two's complement) as they do in tile code."""
+        if self.category == INT and isinstance(value, (int, np.integer)) \
+                and not isinstance(value, (bool, np.bool_)):
+            v = int(value) & ((1 << self.bits) - 1)
+            if self.signed and v >= 1 << (self.bits - 1):
+                v -= 1 << self.bits
+            return self.numpy_dtype.type(v)
         return self.numpy_dtype.type(value)
 
     @property

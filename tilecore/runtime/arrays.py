@@ -184,11 +184,19 @@ def _in_mro(cls: type, module_prefix: str, name: str) -> bool:
                for c in cls.__mro__)
 
 
+def _extract_described(obj: "DeviceArray", name: str) -> "DeviceArray":
+    """A DeviceArray passed as an argument already describes itself (any dtype,
+    including those no array library can label, such as float4_e2m1fn)."""
+    return obj
+
+
 def _resolve(cls: type, obj: Any) -> Extractor:
     """The extractor for objects of `cls`, judged on one instance `obj` (the
     protocols may be instance attributes); every instance then shares it."""
     if issubclass(cls, np.ndarray):
         return _extract_numpy
+    if issubclass(cls, DeviceArray):
+        return _extract_described
     if _in_mro(cls, "torch", "Tensor"):
         return _extract_torch
     if _in_mro(cls, "cupy", "ndarray"):

@@ -1,0 +1,70 @@
+"""Element-wise c = a + b in float32 for n = 2^20 ... 2^28: tilecore beside
+PyTorch, CuPy and Triton, with the device-to-device copy bandwidth of the
+same run. Bandwidth counts bytes read plus written (12 bytes per element).
+
+    python benchmarks/bench_elementwise.py [--out DIR]
+"""
+from __future__ import annotations
+
+import cupy as cp
+import torch
+import triton
+import triton.language as tl
+
+import tilecore as ct
+from common import bench_ms, copy_bandwidth_gbs, device_info, parse_out, print_table, write_json
+
+TILE = 4096
+
+
+@ct.kernel
+def vec_add(a, b, c, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ta = ct.load(a, index=(bid,), shape=(TILE,))
+    tb = ct.load(b, index=(bid,), shape=(TILE,))
+    ct.store(c, index=(bid,), tile=ta + tb)
+
+
+@triton.jit
+def triton_add(a_ptr, b_ptr, c_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(c_ptr + offs, tl.load(a_ptr + offs, mask=mask) + tl.load(b_ptr + offs, mask=mask),
+             mask=mask)
+
+
+def main() -> None:
+    out = parse_out()
+    copy_gbs = copy_bandwidth_gbs()
+    rows, records = [], []
+    stream = torch.cuda.current_stream()
+    for log2n in range(20, 29):
+        n = 1 << log2n
+        a = torch.randn(n, device="cuda")
+        b = torch.randn(n, device="cuda")
+        c = torch.empty_like(a)
+        grid = (ct.cdiv(n, TILE),)
+        ct.launch(stream, grid, vec_add, (a, b, c, TILE))
+        torch.cuda.synchronize()
+        assert torch.equal(c, a + b), "tilecore vec_add is wrong"
+        ca, cb = cp.asarray(a), cp.asarray(b)
+        cc = cp.empty_like(ca)
+        times = {
+            "tilecore": bench_ms(lambda: ct.launch(stream, grid, vec_add, (a, b, c, TILE))),
+            "torch": bench_ms(lambda: torch.add(a, b, out=c)),
+            "cupy": bench_ms(lambda: cp.add(ca, cb, out=cc)),
+            "triton": bench_ms(lambda: triton_add[(triton.cdiv(n, 1024),)](a, b, c, n, BLOCK=1024)),
+        }
+        gbs = {k: 12 * n / ms / 1e6 for k, ms in times.items()}
+        rows.append([f"2^{log2n}", *(round(gbs[k], 1) for k in times),
+                     f"{100 * gbs['tilecore'] / copy_gbs:.1f}%"])
+        records.append({"n": n, "ms": times, "gbs": gbs})
+    print_table(f"c = a + b, float32, GB/s (copy bandwidth {copy_gbs:.0f} GB/s)",
+                ["n", "tilecore", "torch", "cupy", "triton", "tilecore/copy"], rows)
+    path = write_json(out, "elementwise", {**device_info(), "copy_gbs": copy_gbs,
+                                           "results": records})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""Host overhead of a cached launch of a small kernel: median host time of
+one launch call (no synchronization inside the timed region), for tilecore,
+Triton, CuPy element-wise and PyTorch, measured in one run.
+
+    python benchmarks/bench_launch.py [--out DIR]
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import cupy as cp
+import torch
+import triton
+import triton.language as tl
+
+import tilecore as ct
+from common import device_info, parse_out, print_table, write_json
+
+N = 1024
+LAUNCHES = 20000
+SYNC_EVERY = 200
+
+
+@ct.kernel
+def small_add(a, b, c, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.store(c, index=(bid,), tile=ct.load(a, index=(bid,), shape=(TILE,)) +
+             ct.load(b, index=(bid,), shape=(TILE,)))
+
+
+@triton.jit
+def triton_add(a_ptr, b_ptr, c_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(c_ptr + offs, tl.load(a_ptr + offs, mask=mask) + tl.load(b_ptr + offs, mask=mask),
+             mask=mask)
+
+
+def host_us(fn, sync) -> dict:
+    for _ in range(500):
+        fn()
+    sync()
+    samples = []
+    clock = time.perf_counter_ns
+    for i in range(LAUNCHES):
+        t0 = clock()
+        fn()
+        samples.append(clock() - t0)
+        if i % SYNC_EVERY == SYNC_EVERY - 1:
+            sync()
+    sync()
+    samples.sort()
+    return {"median_us": statistics.median(samples) / 1e3,
+            "p10_us": samples[len(samples) // 10] / 1e3,
+            "p90_us": samples[9 * len(samples) // 10] / 1e3}
+
+
+def main() -> None:
+    out = parse_out()
+    a = torch.randn(N, device="cuda")
+    b = torch.randn(N, device="cuda")
+    c = torch.empty_like(a)
+    ca, cb, cc = cp.asarray(a), cp.asarray(b), cp.asarray(c)
+    stream = torch.cuda.current_stream()
+    raw = stream.cuda_stream
+    sync = torch.cuda.synchronize
+    results = {
+        "tilecore (torch stream)": host_us(lambda: ct.launch(stream, (1,), small_add, (a, b, c, N)),
+                                           sync),
+        "tilecore (raw handle)": host_us(lambda: ct.launch(raw, (1,), small_add, (a, b, c, N)),
+                                         sync),
+        "tilecore (cupy arrays)": host_us(lambda: ct.launch(raw, (1,), small_add,
+                                                            (ca, cb, cc, N)), sync),
+        "triton": host_us(lambda: triton_add[(1,)](a, b, c, N, BLOCK=N), sync),
+        "cupy elementwise": host_us(lambda: cp.add(ca, cb, out=cc), sync),
+        "torch.add": host_us(lambda: torch.add(a, b, out=c), sync),
+    }
+    print_table(f"host time per cached launch, us ({LAUNCHES} launches)",
+                ["launcher", "median", "p10", "p90"],
+                [[k, round(v["median_us"], 2), round(v["p10_us"], 2), round(v["p90_us"], 2)]
+                 for k, v in results.items()])
+    path = write_json(out, "launch", {**device_info(), "results": results})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""Row softmax and row layer-norm over 16384 rows of 1024 and 4096 columns,
+float32 and bfloat16: tilecore tile kernels (written in cuTile style) beside
+torch.softmax / torch.nn.functional.layer_norm and Triton kernels, with the
+copy bandwidth of the same run. GB/s counts the bytes that must move (input
+read once, output written once; layer-norm also reads weight and bias).
+
+    python benchmarks/bench_rows.py [--out DIR]
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+import tilecore as ct
+from common import bench_ms, copy_bandwidth_gbs, device_info, parse_out, print_table, write_json
+
+ROWS = 16384
+
+
+@ct.kernel
+def softmax(x, y, N: ct.Constant[int]):
+    row = ct.bid(0)
+    t = ct.load(x, index=(row, 0), shape=(1, N), padding_mode=ct.PaddingMode.NEG_INF)
+    t = t.astype(ct.float32)
+    e = ct.exp(t - ct.max(t, axis=1, keepdims=True))
+    ct.store(y, index=(row, 0), tile=(e / ct.sum(e, axis=1, keepdims=True)).astype(y.dtype))
+
+
+@ct.kernel
+def layer_norm(x, w, b, y, eps, N: ct.Constant[int]):
+    row = ct.bid(0)
+    t = ct.load(x, index=(row, 0), shape=(1, N), padding_mode=ct.PaddingMode.ZERO)
+    t = t.astype(ct.float32)
+    mean = ct.sum(t, axis=1, keepdims=True) / N
+    d = t - mean
+    rstd = ct.rsqrt(ct.sum(d * d, axis=1, keepdims=True) / N + eps)
+    wt = ct.load(w, index=(0,), shape=(N,)).astype(ct.float32)
+    bt = ct.load(b, index=(0,), shape=(N,)).astype(ct.float32)
+    ct.store(y, index=(row, 0), tile=(d * rstd * wt + bt).astype(y.dtype))
+
+
+@triton.jit
+def triton_softmax(x_ptr, y_ptr, stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * stride + offs, mask=mask, other=-float("inf")).to(tl.float32)
+    e = tl.exp(x - tl.max(x, axis=0))
+    y = e / tl.sum(e, axis=0)
+    tl.store(y_ptr + row * stride + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def triton_layer_norm(x_ptr, w_ptr, b_ptr, y_ptr, stride, n_cols, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * stride + offs, mask=mask, other=0.0).to(tl.float32)
+    mean = tl.sum(x, axis=0) / n_cols
+    d = tl.where(mask, x - mean, 0.0)
+    rstd = 1.0 / tl.sqrt(tl.sum(d * d, axis=0) / n_cols + eps)
+    w = tl.load(w_ptr + offs, mask=mask).to(tl.float32)
+    b = tl.load(b_ptr + offs, mask=mask).to(tl.float32)
+    tl.store(y_ptr + row * stride + offs, (d * rstd * w + b).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def _warps(n: int) -> int:
+    return 4 if n <= 1024 else 8 if n <= 4096 else 16
+
+
+def main() -> None:
+    out = parse_out()
+    copy_gbs = copy_bandwidth_gbs()
+    stream = torch.cuda.current_stream()
+    rows, records = [], []
+    for dtype in (torch.float32, torch.bfloat16):
+        for n in (1024, 4096):
+            x = torch.randn(ROWS, n, device="cuda", dtype=dtype)
+            y = torch.empty_like(x)
+            w = torch.randn(n, device="cuda", dtype=dtype)
+            b = torch.randn(n, device="cuda", dtype=dtype)
+            eps = 1e-5
+            ct.launch(stream, (ROWS,), softmax, (x, y, n))
+            ref = torch.softmax(x.float(), dim=1)
+            tol = 1e-5 if dtype == torch.float32 else 1e-2
+            assert torch.allclose(y.float(), ref, atol=tol, rtol=tol), "tilecore softmax is wrong"
+            ct.launch(stream, (ROWS,), layer_norm, (x, w, b, y, eps, n))
+            ref = torch.nn.functional.layer_norm(x.float(), (n,), w.float(), b.float(), eps)
+            assert torch.allclose(y.float(), ref, atol=20 * tol, rtol=tol), "tilecore layer_norm is wrong"
+            nbytes = 2 * x.numel() * x.element_size()
+            cases = {
+                "softmax": {
+                    "tilecore": lambda: ct.launch(stream, (ROWS,), softmax, (x, y, n)),
+                    "torch": lambda: torch.softmax(x, dim=1),
+                    "triton": lambda: triton_softmax[(ROWS,)](x, y, n, n, BLOCK=n,
+                                                              num_warps=_warps(n)),
+                },
+                "layer_norm": {
+                    "tilecore": lambda: ct.launch(stream, (ROWS,), layer_norm,
+                                                  (x, w, b, y, eps, n)),
+                    "torch": lambda: torch.nn.functional.layer_norm(x, (n,), w, b, eps),
+                    "triton": lambda: triton_layer_norm[(ROWS,)](x, w, b, y, n, n, eps, BLOCK=n,
+                                                                 num_warps=_warps(n)),
+                },
+            }
+            for op, fns in cases.items():
+                moved = nbytes + (2 * n * x.element_size() if op == "layer_norm" else 0)
+                times = {k: bench_ms(f) for k, f in fns.items()}
+                gbs = {k: moved / ms / 1e6 for k, ms in times.items()}
+                dname = str(dtype).replace("torch.", "")
+                rows.append([op, dname, f"{ROWS}x{n}", *(round(gbs[k], 1) for k in fns),
+                             f"{100 * gbs['tilecore'] / copy_gbs:.1f}%"])
+                records.append({"op": op, "dtype": dname, "rows": ROWS, "cols": n,
+                                "ms": times, "gbs": gbs})
+    print_table(f"row kernels, GB/s (copy bandwidth {copy_gbs:.0f} GB/s)",
+                ["op", "dtype", "shape", "tilecore", "torch", "triton", "tilecore/copy"], rows)
+    path = write_json(out, "rows", {**device_info(), "copy_gbs": copy_gbs, "results": records})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""The code-generation context: output lines, value names, tile types and the
+small C++ idioms every rule uses (per-element loops, index unravelling)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from ...ir.core import Block, Function, Op, Value
+from ...ir.types import TileType
+from ...language.dtypes import DType
+from .cnames import ctype, header_for
+from .layout import Layout, row_strides
+
+__all__ = ["ArrayArg", "Ctx", "unravel"]
+
+
+@dataclass(frozen=True)
+class ArrayArg:
+    """C++ names of an array parameter and the launch-checked facts about it."""
+
+    ptr: str
+    dims: tuple[str, ...]
+    strides: tuple[str, ...]
+    dtype: DType
+    aligned16: bool
+    unit_stride: bool
+
+    def stride(self, axis: int) -> str:
+        if axis == len(self.dims) - 1 and self.unit_stride:
+            return "1"
+        return self.strides[axis]
+
+
+@dataclass
+class Frame:
+    """What a terminator inside a region does: the variables that `yield`
+    assigns, and the innermost loop's carried/result variables."""
+
+    yield_to: list[str]
+    loop_carried: Optional[list[str]] = None
+    loop_results: Optional[list[str]] = None
+
+
+@dataclass
+class Ctx:
+    fn: Function
+    threads: int
+    vk: int
+    line_directives: bool
+    arrays: dict[int, ArrayArg] = field(default_factory=dict)  # value id -> array
+    names: dict[int, str] = field(default_factory=dict)        # value id -> C++ name
+    lines: list[str] = field(default_factory=list)
+    headers: set[str] = field(default_factory=set)
+    smem_bytes: int = 0
+    frames: list[Frame] = field(default_factory=list)
+    emit_block: Callable[["Ctx", Block], None] = None  # set by codegen
+    depth: int = 1
+
+    # -- output -------------------------------------------------------------
+    def line(self, text: str) -> None:
+        self.lines.append("  " * self.depth + text if text else "")
+
+    def open(self, text: str) -> None:
+        self.line(f"{text} {{" if text else "{")
+        self.depth += 1
+
+    def close(self, text: str = "}") -> None:
+        self.depth -= 1
+        self.line(text)
+
+    def loc(self, op: Op) -> None:
+        """Mark where an op's code starts (a #line directive when enabled)."""
+        if op.loc is None:
+            return
+        if self.line_directives:
+            self.lines.append(f'#line {op.loc.line} "{op.loc.filename}"')
+        else:
+            name = op.loc.filename.replace("\\", "/").rsplit("/", 1)[-1]
+            self.line(f"// {name}:{op.loc.line}: {op.name}")
+
+    # -- values -------------------------------------------------------------
+    def uses(self, dt: DType) -> str:
+        h = header_for(dt)
+        if h:
+            self.headers.add(h)
+        return ctype(dt)
+
+    def layout(self, t: TileType) -> Layout:
+        return Layout(t.size, self.threads, self.vk)
+
+    def frag(self, t: TileType) -> str:
+        return f"tc::Frag<{self.uses(t.dtype)}, {self.layout(t).per_thread}>"
+
+    def name(self, v: Value) -> str:
+        return self.names.setdefault(v.id, f"v{v.id}")
+
+    def declare(self, v: Value, init: str = "") -> str:
+        """Declare the C++ variable of a tile value (optionally initialized)."""
+        n = self.name(v)
+        self.line(f"{self.frag(v.type)} {n}{' = ' + init if init else ''};")
+        return n
+
+    def scalar(self, v: Value) -> str:
+        """C++ expression of a scalar (0-d, replicated) tile's value."""
+        return f"{self.name(v)}.v[0]"
+
+    def need_smem(self, nbytes: int) -> None:
+        self.smem_bytes = max(self.smem_bytes, (nbytes + 15) // 16 * 16)
+
+    # -- idioms -------------------------------------------------------------
+    def for_each(self, layout: Layout, body: list[str], *, need_e: bool = True) -> None:
+        """Emit an unrolled loop over this thread's elements k (with e = the
+        element's linear index) running `body`."""
+        self.line("#pragma unroll")
+        self.open(f"for (int k = 0; k < {layout.per_thread}; ++k)")
+        if need_e:
+            self.line(f"const int e = {layout.elem('k')};")
+        for b in body:
+            self.line(b)
+        self.close()
+
+    def stage(self, src: Value) -> str:
+        """Write a tile to shared memory in row-major order and sync; returns
+        the typed smem pointer. The caller reads it, then calls unstage()."""
+        t = src.type
+        ct = self.uses(t.dtype)
+        self.need_smem(t.size * t.dtype.itemsize)
+        lay = self.layout(t)
+        ptr = f"sm{src.id}"
+        self.line(f"{ct}* {ptr} = reinterpret_cast<{ct}*>(tc_smem);")
+        guard = lay.valid("e")
+        store = f"{ptr}[e] = {self.name(src)}.v[k];"
+        self.for_each(lay, [f"if ({guard}) {store}" if guard else store])
+        self.line("__syncthreads();")
+        return ptr
+
+    def unstage(self) -> None:
+        self.line("__syncthreads();")
+
+
+def unravel(e: str, shape: tuple[int, ...]) -> list[str]:
+    """C++ expressions of the multi-index of row-major element `e` in `shape`."""
+    out = []
+    for i, (s, rs) in enumerate(zip(shape, row_strides(shape))):
+        if s == 1:
+            out.append("0")
+            continue
+        q = e if rs == 1 else f"({e} / {rs})"
+        out.append(q if i == 0 else f"({q} % {s})")
+    return out

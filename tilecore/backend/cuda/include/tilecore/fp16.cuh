@@ -1,0 +1,13 @@
+// float16 traits (included only by kernels that use float16).
+#pragma once
+#include <cuda_fp16.h>
+
+namespace tc {
+template <> struct Num<__half> : FloatNum<__half, float> {
+  __device__ static float to_f(__half x) { return __half2float(x); }
+  __device__ static __half from_float(float x) { return __float2half_rn(x); }
+  __device__ static __half from_float(double x) { return __double2half(x); }
+  __device__ static __half from_i64(long long x) { return __ll2half_rn(x); }
+  __device__ static __half from_u64(unsigned long long x) { return __ull2half_rn(x); }
+};
+}  // namespace tc

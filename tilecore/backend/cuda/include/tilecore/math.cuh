@@ -1,0 +1,191 @@
+// Element-wise ops of the IR (unary, binary, compare). Arithmetic runs in
+// Num<T>::C and rounds once to T; integer arithmetic wraps (computed in the
+// unsigned type Num<T>::W); floordiv/mod follow Python (as NumPy does).
+#pragma once
+
+namespace tc {
+
+__device__ __forceinline__ float m_fmod(float x, float y) { return fmodf(x, y); }
+__device__ __forceinline__ double m_fmod(double x, double y) { return fmod(x, y); }
+__device__ __forceinline__ float m_copysign(float x, float y) { return copysignf(x, y); }
+__device__ __forceinline__ double m_copysign(double x, double y) { return copysign(x, y); }
+
+#define TC_FLOAT_FN(NAME, FEXPR, DEXPR)                                        \
+  __device__ __forceinline__ float m_##NAME(float x) { return FEXPR; }         \
+  __device__ __forceinline__ double m_##NAME(double x) { return DEXPR; }       \
+  template <class T> __device__ __forceinline__ T op_##NAME(T x) {             \
+    return Num<T>::down(m_##NAME(Num<T>::up(x)));                              \
+  }
+TC_FLOAT_FN(exp, expf(x), exp(x))
+TC_FLOAT_FN(exp2, exp2f(x), exp2(x))
+TC_FLOAT_FN(log, logf(x), log(x))
+TC_FLOAT_FN(log2, log2f(x), log2(x))
+TC_FLOAT_FN(sqrt, sqrtf(x), sqrt(x))
+TC_FLOAT_FN(rsqrt, 1.0f / sqrtf(x), 1.0 / sqrt(x))
+TC_FLOAT_FN(sin, sinf(x), sin(x))
+TC_FLOAT_FN(cos, cosf(x), cos(x))
+TC_FLOAT_FN(tan, tanf(x), tan(x))
+TC_FLOAT_FN(sinh, sinhf(x), sinh(x))
+TC_FLOAT_FN(cosh, coshf(x), cosh(x))
+TC_FLOAT_FN(tanh, tanhf(x), tanh(x))
+TC_FLOAT_FN(floor, floorf(x), floor(x))
+TC_FLOAT_FN(ceil, ceilf(x), ceil(x))
+#undef TC_FLOAT_FN
+
+template <class T> __device__ __forceinline__ bool op_isnan(T x) {
+  const auto c = Num<T>::up(x);
+  return c != c;
+}
+
+template <class T> __device__ __forceinline__ T op_neg(T x) {
+  if constexpr (Num<T>::kind == kFloat) return Num<T>::down(-Num<T>::up(x));
+  else return (T)(0u - (typename Num<T>::W)x);
+}
+
+template <class T> __device__ __forceinline__ T op_invert(T x) {
+  if constexpr (Num<T>::kind == kBool) return !x;
+  else return (T)(~x);
+}
+
+template <class T> __device__ __forceinline__ T op_abs(T x) {
+  if constexpr (Num<T>::kind == kFloat) {
+    const auto c = Num<T>::up(x);
+    return Num<T>::down(c < 0 ? -c : (c == 0 ? c * c : c));  // abs(-0.0) == +0.0
+  } else if constexpr (Num<T>::kind == kSigned) {
+    return x < 0 ? op_neg(x) : x;
+  } else {
+    return x;
+  }
+}
+
+#define TC_WRAP_OP(NAME, OP)                                                   \
+  template <class T> __device__ __forceinline__ T op_##NAME(T a, T b) {        \
+    if constexpr (Num<T>::kind == kFloat)                                      \
+      return Num<T>::down(Num<T>::up(a) OP Num<T>::up(b));                     \
+    else                                                                       \
+      return (T)((typename Num<T>::W)a OP (typename Num<T>::W)b);              \
+  }
+TC_WRAP_OP(add, +)
+TC_WRAP_OP(sub, -)
+TC_WRAP_OP(mul, *)
+#undef TC_WRAP_OP
+
+template <class T> __device__ __forceinline__ T op_truediv(T a, T b) {
+  return Num<T>::down(Num<T>::up(a) / Num<T>::up(b));
+}
+
+// Python's float divmod, as NumPy computes it (npy_divmod).
+template <class F> __device__ __forceinline__ F py_fmod(F a, F b, F* div) {
+  F mod = m_fmod(a, b);
+  if (b == (F)0) {
+    *div = a / b;
+    return mod;
+  }
+  F d = (a - mod) / b;
+  if (mod != (F)0) {
+    if ((b < (F)0) != (mod < (F)0)) {
+      mod += b;
+      d -= (F)1;
+    }
+  } else {
+    mod = m_copysign((F)0, b);
+  }
+  if (d != (F)0) {
+    F fd = m_floor(d);
+    if (d - fd > (F)0.5) fd += (F)1;
+    d = fd;
+  } else {
+    d = m_copysign((F)0, a / b);
+  }
+  *div = d;
+  return mod;
+}
+
+template <class T> __device__ __forceinline__ T op_floordiv(T a, T b) {
+  if constexpr (Num<T>::kind == kFloat) {
+    typename Num<T>::C d;
+    py_fmod(Num<T>::up(a), Num<T>::up(b), &d);
+    return Num<T>::down(d);
+  } else if constexpr (Num<T>::kind == kSigned) {
+    T q = (T)(a / b);
+    if ((T)(a % b) != 0 && ((a < 0) != (b < 0))) q = (T)(q - 1);
+    return q;
+  } else {
+    return (T)(a / b);
+  }
+}
+
+template <class T> __device__ __forceinline__ T op_mod(T a, T b) {
+  if constexpr (Num<T>::kind == kFloat) {
+    typename Num<T>::C d;
+    return Num<T>::down(py_fmod(Num<T>::up(a), Num<T>::up(b), &d));
+  } else if constexpr (Num<T>::kind == kSigned) {
+    T r = (T)(a % b);
+    if (r != 0 && ((r < 0) != (b < 0))) r = (T)(r + b);
+    return r;
+  } else {
+    return (T)(a % b);
+  }
+}
+
+__device__ __forceinline__ float m_pow(float a, float b) { return powf(a, b); }
+__device__ __forceinline__ double m_pow(double a, double b) { return pow(a, b); }
+__device__ __forceinline__ float m_atan2(float a, float b) { return atan2f(a, b); }
+__device__ __forceinline__ double m_atan2(double a, double b) { return atan2(a, b); }
+
+template <class T> __device__ __forceinline__ T op_pow(T a, T b) {
+  if constexpr (Num<T>::kind == kFloat) {
+    return Num<T>::down(m_pow(Num<T>::up(a), Num<T>::up(b)));
+  } else {  // exponent >= 0; wraps like NumPy's integer power
+    typename Num<T>::W r = 1, base = (typename Num<T>::W)a;
+    for (unsigned long long e = (unsigned long long)b; e != 0; e >>= 1) {
+      if (e & 1) r *= base;
+      base *= base;
+    }
+    return (T)r;
+  }
+}
+
+template <class T> __device__ __forceinline__ T op_atan2(T a, T b) {
+  return Num<T>::down(m_atan2(Num<T>::up(a), Num<T>::up(b)));
+}
+
+// minimum/maximum in the compute type; NaN propagates (the first NaN wins).
+template <class C> __device__ __forceinline__ C c_min(C a, C b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  return b < a ? b : a;
+}
+template <class C> __device__ __forceinline__ C c_max(C a, C b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  return a < b ? b : a;
+}
+template <class T> __device__ __forceinline__ T op_minimum(T a, T b) {
+  return Num<T>::down(c_min(Num<T>::up(a), Num<T>::up(b)));
+}
+template <class T> __device__ __forceinline__ T op_maximum(T a, T b) {
+  return Num<T>::down(c_max(Num<T>::up(a), Num<T>::up(b)));
+}
+
+template <class T> __device__ __forceinline__ T op_bitand(T a, T b) { return (T)(a & b); }
+template <class T> __device__ __forceinline__ T op_bitor(T a, T b) { return (T)(a | b); }
+template <class T> __device__ __forceinline__ T op_bitxor(T a, T b) { return (T)(a ^ b); }
+template <class T> __device__ __forceinline__ T op_lshift(T a, T b) {
+  return (T)((typename Num<T>::W)a << b);
+}
+template <class T> __device__ __forceinline__ T op_rshift(T a, T b) { return (T)(a >> b); }
+
+#define TC_CMP_OP(NAME, OP)                                                    \
+  template <class T> __device__ __forceinline__ bool op_##NAME(T a, T b) {     \
+    return Num<T>::up(a) OP Num<T>::up(b);                                     \
+  }
+TC_CMP_OP(eq, ==)
+TC_CMP_OP(ne, !=)
+TC_CMP_OP(lt, <)
+TC_CMP_OP(le, <=)
+TC_CMP_OP(gt, >)
+TC_CMP_OP(ge, >=)
+#undef TC_CMP_OP
+
+}  // namespace tc

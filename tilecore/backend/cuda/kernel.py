@@ -1,0 +1,137 @@
+"""generate(): a typed IR Function -> one complete CUDA C++ translation unit.
+
+Kernel ABI: `extern "C" __global__ void tc_<name>(...)` with, per Python
+parameter in order, for an array of rank N: the data pointer, N int32 dims,
+N int64 strides (in elements); for a scalar: its value in its exact dtype
+(16-bit floats and 8/4-bit formats as raw bits). Dynamic shared memory of
+`smem_bytes` must be passed at launch; the block is 1-D of `block_threads`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...ir.core import Function
+from ...ir.types import ArrayType
+from ...language.dtypes import DType
+from .cnames import scalar_format
+from .codegen import emit_block
+from .emit import ArrayArg, Ctx
+from .layout import choose_threads, kernel_vector_width
+
+__all__ = ["ArraySpec", "CodegenOptions", "ParamSlot", "GeneratedKernel", "generate"]
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    """Launch-checked facts about an array argument (part of the specialization
+    key): aligned16 = data pointer 16-byte aligned and every non-last
+    stride * itemsize % 16 == 0; unit_stride = last stride == 1."""
+
+    aligned16: bool
+    unit_stride: bool
+
+
+@dataclass(frozen=True)
+class CodegenOptions:
+    """Code generation knobs. num_ctas > 1 is not emitted in the source (no
+    __cluster_dims__): the launch sets the cluster size. line_directives
+    emits `#line` directives pointing at the kernel's Python source."""
+
+    num_threads: int | None = None
+    occupancy: int | None = None
+    opt_level: int = 3
+    num_ctas: int = 1
+    arch: str = "sm_90"
+    line_directives: bool = False
+
+
+@dataclass(frozen=True)
+class ParamSlot:
+    """How one Python parameter maps to flat kernel parameters."""
+
+    index: int       # position in the Python signature
+    name: str
+    kind: str        # "array" or "scalar"
+    dtype: DType
+    ndim: int        # 0 for scalars
+    format: str      # struct format of its flat parameters, e.g. "Qiiqq"
+
+
+@dataclass(frozen=True)
+class GeneratedKernel:
+    source: str
+    entry: str
+    block_threads: int
+    smem_bytes: int
+    param_format: str
+    params: list[ParamSlot]
+
+
+_RAW_BITS = {"float16": "__ushort_as_half", "bfloat16": "__ushort_as_bfloat16"}
+
+
+def _signature(fn: Function, arrays: dict[int, ArraySpec], ctx: Ctx):
+    """C++ parameters, body prologue lines and the ParamSlots."""
+    decls, prologue, slots = [], [], []
+    for p in fn.params:
+        t = p.value.type
+        base = f"arg{p.index}"
+        if isinstance(t, ArrayType):
+            spec = arrays.get(p.index, ArraySpec(False, False))
+            ct = ctx.uses(t.dtype)
+            arr = ArrayArg(base, tuple(f"{base}_dim{d}" for d in range(t.ndim)),
+                           tuple(f"{base}_stride{d}" for d in range(t.ndim)),
+                           t.dtype, spec.aligned16, spec.unit_stride)
+            ctx.arrays[p.value.id] = arr
+            decls += [f"{ct}* {arr.ptr}"] + [f"int {d}" for d in arr.dims]
+            decls += [f"long long {s}" for s in arr.strides]
+            slots.append(ParamSlot(p.index, p.name, "array", t.dtype, t.ndim,
+                                   "Q" + "i" * t.ndim + "q" * t.ndim))
+            continue
+        ct = ctx.uses(t.dtype)
+        fmt = scalar_format(t.dtype)
+        name = ctx.name(p.value)
+        if t.dtype.name in _RAW_BITS:
+            decls.append(f"unsigned short {base}")
+            value = f"{_RAW_BITS[t.dtype.name]}({base})"
+        elif fmt == "B" and t.dtype.is_float:
+            decls.append(f"unsigned char {base}")
+            value = f"{ct}{{{base}}}"
+        elif t.dtype.name == "tfloat32":
+            decls.append(f"float {base}")
+            value = f"{ct}{{{base}}}"
+        else:
+            decls.append(f"{ct} {base}")
+            value = base
+        prologue.append(f"const tc::Frag<{ct}, 1> {name} = {{{{{value}}}}};  // {p.name}")
+        slots.append(ParamSlot(p.index, p.name, "scalar", t.dtype, 0, fmt))
+    return decls, prologue, slots
+
+
+def generate(fn: Function, arrays: dict[int, ArraySpec], options: CodegenOptions) -> GeneratedKernel:
+    """Generate the CUDA C++ kernel for `fn`; `arrays` maps the Python index of
+    each array parameter to its ArraySpec. Byte-identical for equal inputs."""
+    threads = choose_threads(fn, options.num_threads)
+    ctx = Ctx(fn=fn, threads=threads, vk=kernel_vector_width(fn),
+              line_directives=options.line_directives)
+    ctx.emit_block = emit_block
+    decls, prologue, slots = _signature(fn, arrays, ctx)
+    for line in prologue:
+        ctx.line(line)
+    emit_block(ctx, fn.body)
+
+    entry = f"tc_{fn.name}"
+    bounds = f"{threads}" + (f", {options.occupancy}" if options.occupancy else "")
+    headers = ["tilecore/core.cuh"] + sorted(ctx.headers)
+    src = [f"// tilecore kernel {fn.name}: {threads} threads, {ctx.smem_bytes} bytes smem"]
+    src += [f'#include "{h}"' for h in headers]
+    src += ["", f'extern "C" __global__ void __launch_bounds__({bounds})']
+    params = (",\n" + " " * (len(entry) + 1)).join(decls)
+    src += [f"{entry}({params}) {{"]
+    if ctx.smem_bytes:
+        src += ["  extern __shared__ __align__(16) unsigned char tc_smem[];"]
+    src += ctx.lines + ["}", ""]
+    return GeneratedKernel(
+        source="\n".join(src), entry=entry, block_threads=threads,
+        smem_bytes=ctx.smem_bytes, param_format="@" + "".join(s.format for s in slots),
+        params=slots)

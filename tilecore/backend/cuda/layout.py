@@ -1,0 +1,84 @@
+"""The register layout of tiles and the kernel-wide launch shape.
+
+A tile of N elements (N a power of two) is spread over the T threads of the
+block by one rule that depends only on N: thread t's k-th element is the
+row-major element ((k / V) * T + t) * V + k % V, where P = max(1, N / T)
+elements per thread and V = min(P, VK) consecutive elements per chunk.
+A one-element tile is replicated in every thread. Because the layout only
+depends on N, element-wise ops and reshape are per-thread register loops.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...ir.core import Function
+from ...ir.types import ArrayType, TileType
+
+__all__ = ["Layout", "kernel_vector_width", "choose_threads", "row_strides"]
+
+
+@dataclass(frozen=True)
+class Layout:
+    n: int        # elements in the tile
+    threads: int  # T
+    vk: int       # kernel-wide max vector width
+
+    @property
+    def per_thread(self) -> int:
+        return max(1, self.n // self.threads)
+
+    @property
+    def vec(self) -> int:
+        return min(self.per_thread, self.vk)
+
+    @property
+    def replicated(self) -> bool:
+        return self.n == 1
+
+    @property
+    def partial(self) -> bool:
+        """Some threads hold no element (guard side effects with `valid`)."""
+        return 1 < self.n < self.threads
+
+    def elem(self, k: str) -> str:
+        """C++ expression: the linear element index of this thread's k-th element."""
+        return f"tc::elem<{self.n}, {self.threads}, {self.vec}>({k})"
+
+    def valid(self, e: str) -> str:
+        """C++ condition that element `e` exists ("" when always true)."""
+        return f"{e} < {self.n}" if self.partial else ""
+
+
+def kernel_vector_width(fn: Function) -> int:
+    """VK = 16 bytes / the smallest itemsize among the array parameters (4 if none)."""
+    sizes = [p.value.type.dtype.itemsize for p in fn.params if isinstance(p.value.type, ArrayType)]
+    return 16 // min(sizes) if sizes else 4
+
+
+def _largest_tile(fn: Function) -> int:
+    best = 1
+    for op in fn.walk():
+        for v in op.results:
+            if isinstance(v.type, TileType):
+                best = max(best, v.type.size)
+    return best
+
+
+def choose_threads(fn: Function, num_threads: int | None) -> int:
+    """Block size: the override if given (a power of two in [32, 1024]), else
+    the largest tile's N / 8 clamped to [32, 256]."""
+    if num_threads is not None:
+        if num_threads < 32 or num_threads > 1024 or num_threads & (num_threads - 1):
+            raise ValueError(f"num_threads must be a power of two in [32, 1024], got {num_threads}")
+        return num_threads
+    t = min(max(_largest_tile(fn) // 8, 32), 256)
+    return 1 << (t.bit_length() - 1)
+
+
+def row_strides(shape: tuple[int, ...]) -> list[int]:
+    """Row-major element strides of a tile shape."""
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= s
+    return out[::-1]

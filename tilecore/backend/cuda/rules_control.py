@@ -1,0 +1,92 @@
+"""Rules for structured control flow. Conditions and loop bounds are scalars,
+replicated in every thread, so all threads take the same path (tile ops may
+contain __syncthreads()). Region results and loop-carried values are mutable
+C++ variables declared before the construct; terminators assign them (through
+temporaries, since a yield may permute carried values) and jump."""
+from __future__ import annotations
+
+from ...ir.core import Op, Value
+from .emit import Ctx, Frame
+
+__all__ = ["RULES"]
+
+
+def _declare_vars(ctx: Ctx, values, inits=None) -> list[str]:
+    names = []
+    for i, v in enumerate(values):
+        init = ctx.name(inits[i]) if inits is not None else ""
+        names.append(ctx.declare(v, init))
+    return names
+
+
+def _assign(ctx: Ctx, targets: list[str], values: tuple[Value, ...]) -> None:
+    pairs = [(t, ctx.name(v)) for t, v in zip(targets, values) if t != ctx.name(v)]
+    if len(pairs) == 1:
+        ctx.line(f"{pairs[0][0]} = {pairs[0][1]};")
+    elif pairs:
+        ctx.open("")
+        for i, (_, src) in enumerate(pairs):
+            ctx.line(f"const auto t{i} = {src};")
+        for i, (dst, _) in enumerate(pairs):
+            ctx.line(f"{dst} = t{i};")
+        ctx.close()
+
+
+def _region(ctx: Ctx, block, frame: Frame) -> None:
+    ctx.frames.append(frame)
+    ctx.emit_block(ctx, block)
+    ctx.frames.pop()
+
+
+def _if(ctx: Ctx, op: Op) -> None:
+    results = _declare_vars(ctx, op.results)
+    outer = ctx.frames[-1] if ctx.frames else Frame([])
+    then, other = op.regions
+    ctx.open(f"if ({ctx.scalar(op.operands[0])})")
+    _region(ctx, then, Frame(results, outer.loop_carried, outer.loop_results))
+    if other.ops:
+        ctx.close("} else {")
+        ctx.depth += 1
+        _region(ctx, other, Frame(results, outer.loop_carried, outer.loop_results))
+    ctx.close()
+
+
+def _for(ctx: Ctx, op: Op) -> None:
+    lb, ub, step, *init = op.operands
+    body = op.regions[0]
+    carried = _declare_vars(ctx, op.results, init)
+    for arg, name in zip(body.args[1:], carried):
+        ctx.names[arg.id] = name
+    i = f"i{body.args[0].id}"
+    ctx.open(f"for (long long {i} = {ctx.scalar(lb)}; {i} < {ctx.scalar(ub)}; {i} += {ctx.scalar(step)})")
+    iv = body.args[0]
+    ctx.line(f"const {ctx.frag(iv.type)} {ctx.name(iv)} = {{{{({ctx.uses(iv.type.dtype)}){i}}}}};")
+    _region(ctx, body, Frame(carried, carried, carried))
+    ctx.close()
+
+
+def _while(ctx: Ctx, op: Op) -> None:
+    body = op.regions[0]
+    carried = [ctx.declare(a, ctx.name(v)) for a, v in zip(body.args, op.operands)]
+    results = _declare_vars(ctx, op.results)
+    ctx.open("while (true)")
+    _region(ctx, body, Frame(carried, carried, results))
+    ctx.close()
+
+
+def _yield(ctx: Ctx, op: Op) -> None:
+    _assign(ctx, ctx.frames[-1].yield_to, op.operands)
+
+
+def _continue(ctx: Ctx, op: Op) -> None:
+    _assign(ctx, ctx.frames[-1].loop_carried, op.operands)
+    ctx.line("continue;")
+
+
+def _break(ctx: Ctx, op: Op) -> None:
+    _assign(ctx, ctx.frames[-1].loop_results, op.operands)
+    ctx.line("break;")
+
+
+RULES = {"if": _if, "for": _for, "while": _while, "yield": _yield,
+         "continue": _continue, "break": _break}

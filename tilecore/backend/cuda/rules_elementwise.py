@@ -1,0 +1,78 @@
+"""Rules for scalars and element-wise ops: per-thread register loops."""
+from __future__ import annotations
+
+from ...ir.core import Op
+from .cnames import literal
+from .emit import Ctx
+
+__all__ = ["RULES"]
+
+
+def _constant(ctx: Ctx, op: Op) -> None:
+    t = op.result.type
+    ctx.uses(t.dtype)
+    ctx.line(f"const {ctx.frag(t)} {ctx.name(op.result)} = {{{{{literal(t.dtype, op.attrs['value'])}}}}};")
+
+
+def _bid(ctx: Ctx, op: Op) -> None:
+    ctx.line(f"const tc::Frag<int, 1> {ctx.name(op.result)} = {{{{(int)blockIdx.{'xyz'[op.attrs['axis']]}}}}};")
+
+
+def _num_blocks(ctx: Ctx, op: Op) -> None:
+    ctx.line(f"const tc::Frag<int, 1> {ctx.name(op.result)} = {{{{(int)gridDim.{'xyz'[op.attrs['axis']]}}}}};")
+
+
+def _array_dim(ctx: Ctx, op: Op) -> None:
+    arr = ctx.arrays[op.operands[0].id]
+    ctx.line(f"const tc::Frag<int, 1> {ctx.name(op.result)} = {{{{{arr.dims[op.attrs['axis']]}}}}};")
+
+
+def _array_stride(ctx: Ctx, op: Op) -> None:
+    arr = ctx.arrays[op.operands[0].id]
+    ctx.line(f"const tc::Frag<int, 1> {ctx.name(op.result)} = "
+             f"{{{{(int){arr.strides[op.attrs['axis']]}}}}};")
+
+
+def _elementwise(ctx: Ctx, op: Op, expr: str, need_e: bool = False) -> None:
+    """Declare the result and fill it element by element with `expr` (in k, e)."""
+    out = ctx.declare(op.result)
+    ctx.for_each(ctx.layout(op.result.type), [f"{out}.v[k] = {expr};"], need_e=need_e)
+
+
+def _iota(ctx: Ctx, op: Op) -> None:
+    ct = ctx.uses(op.result.type.dtype)
+    _elementwise(ctx, op, f"({ct})e", need_e=True)
+
+
+def _astype(ctx: Ctx, op: Op) -> None:
+    x = op.operands[0]
+    ctx.uses(x.type.dtype)
+    ct = ctx.uses(op.result.type.dtype)
+    _elementwise(ctx, op, f"tc::cvt<{ct}>({ctx.name(x)}.v[k])")
+
+
+def _unary(ctx: Ctx, op: Op) -> None:
+    _elementwise(ctx, op, f"tc::op_{op.attrs['fn']}({ctx.name(op.operands[0])}.v[k])")
+
+
+def _binary(ctx: Ctx, op: Op) -> None:
+    a, b = (ctx.name(v) for v in op.operands)
+    _elementwise(ctx, op, f"tc::op_{op.attrs['fn']}({a}.v[k], {b}.v[k])")
+
+
+def _compare(ctx: Ctx, op: Op) -> None:
+    ctx.uses(op.operands[0].type.dtype)
+    a, b = (ctx.name(v) for v in op.operands)
+    _elementwise(ctx, op, f"tc::op_{op.attrs['fn']}({a}.v[k], {b}.v[k])")
+
+
+def _where(ctx: Ctx, op: Op) -> None:
+    c, a, b = (ctx.name(v) for v in op.operands)
+    _elementwise(ctx, op, f"{c}.v[k] ? {a}.v[k] : {b}.v[k]")
+
+
+RULES = {
+    "constant": _constant, "bid": _bid, "num_blocks": _num_blocks, "array_dim": _array_dim,
+    "array_stride": _array_stride, "iota": _iota, "astype": _astype, "unary": _unary,
+    "binary": _binary, "compare": _compare, "where": _where,
+}

@@ -1,0 +1,99 @@
+"""Rules for reduce and argreduce. A reduction to one element runs thread ->
+warp shuffles -> shared memory (tc::block_allreduce) and leaves the result in
+every thread; other reductions stage the tile in shared memory and each
+thread folds the reduced extent for its own output elements, in order."""
+from __future__ import annotations
+
+import math
+import re
+
+from ...ir.core import Op
+from .emit import Ctx, unravel
+from .layout import row_strides
+
+__all__ = ["RULES"]
+
+_REDUCERS = {"sum": "RSum", "prod": "RProd", "max": "RMax", "min": "RMin",
+             "argmax": "RArgMax", "argmin": "RArgMin"}
+_PARTIAL_BYTES = 16  # largest accumulator (ArgVal<double>) per warp
+
+
+def _reducer(ctx: Ctx, fn: str, x) -> str:
+    return f"tc::{_REDUCERS[fn]}<{ctx.uses(x.type.dtype)}>"
+
+
+def _block_reduce(ctx: Ctx, op: Op, term: str, result: str) -> None:
+    """Fold `term` (in k, e) over the whole tile; result expression in `acc`."""
+    x = op.operands[0]
+    r = _reducer(ctx, op.attrs["fn"], x)
+    lay = ctx.layout(x.type)
+    out = ctx.declare(op.result)
+    ctx.need_smem(ctx.threads // 32 * _PARTIAL_BYTES)
+    ctx.open("")
+    ctx.line(f"auto acc = {r}::identity();")
+    step = f"acc = {r}::combine(acc, {term});"
+    guard = lay.valid("e")
+    uses_e = bool(guard) or re.search(r"\be\b", term) is not None
+    ctx.for_each(lay, [f"if ({guard}) {step}" if guard else step], need_e=uses_e)
+    ctx.line(f"acc = tc::block_allreduce<{r}, {ctx.threads}>(acc, tc_smem);")
+    ctx.for_each(ctx.layout(op.result.type), [f"{out}.v[k] = {result};"], need_e=False)
+    ctx.close()
+
+
+def _fold_staged(ctx: Ctx, op: Op, axes: tuple[int, ...], term, result: str) -> None:
+    """Stage the input; each output element folds term(smem_index, r) over r."""
+    x = op.operands[0]
+    shape = x.type.shape
+    rs = row_strides(shape)
+    kept = [i for i in range(len(shape)) if i not in axes]
+    r = _reducer(ctx, op.attrs["fn"], x)
+    out = ctx.declare(op.result)
+    ctx.open("")
+    sm = ctx.stage(x)
+    m = unravel("e", op.result.type.shape)
+    if op.attrs["keepdims"]:
+        m = [m[i] for i in kept]
+    base = " + ".join(f"{mi} * {rs[a]}" for mi, a in zip(m, kept) if mi != "0") or "0"
+    red_shape = tuple(shape[a] for a in axes)
+    mr = unravel("r", red_shape)
+    off = " + ".join(f"{mi} * {rs[a]}" for mi, a in zip(mr, axes) if mi != "0") or "0"
+    lay = ctx.layout(op.result.type)
+    body = [
+        f"const int base = {base};",
+        f"auto acc = {r}::identity();",
+        f"for (int r = 0; r < {math.prod(red_shape)}; ++r) "
+        f"acc = {r}::combine(acc, {term(f'{sm}[base + {off}]')});",
+        f"{out}.v[k] = {result};",
+    ]
+    if lay.partial:  # threads without an output element must not read smem
+        body = [f"if ({lay.valid('e')}) {{"] + ["  " + b for b in body] + ["}"]
+    ctx.for_each(lay, body)
+    ctx.unstage()
+    ctx.close()
+
+
+def _reduce(ctx: Ctx, op: Op) -> None:
+    x = op.operands[0]
+    r = _reducer(ctx, op.attrs["fn"], x)
+    if x.type.size == 1:
+        ctx.line(f"const {ctx.frag(op.result.type)} {ctx.name(op.result)} = "
+                 f"{{{{{r}::out({r}::in({ctx.name(x)}.v[0]))}}}};")
+    elif op.result.type.size == 1:
+        _block_reduce(ctx, op, f"{r}::in({ctx.name(x)}.v[k])", f"{r}::out(acc)")
+    else:
+        _fold_staged(ctx, op, tuple(op.attrs["axes"]), lambda v: f"{r}::in({v})", f"{r}::out(acc)")
+
+
+def _argreduce(ctx: Ctx, op: Op) -> None:
+    x = op.operands[0]
+    r = _reducer(ctx, op.attrs["fn"], x)
+    axis = op.attrs["axis"]
+    if x.type.size == 1:
+        ctx.line(f"const {ctx.frag(op.result.type)} {ctx.name(op.result)} = {{{{0}}}};")
+    elif op.result.type.size == 1:
+        _block_reduce(ctx, op, f"{r}::make({ctx.name(x)}.v[k], e)", "acc.i")
+    else:
+        _fold_staged(ctx, op, (axis,), lambda v: f"{r}::make({v}, r)", "acc.i")
+
+
+RULES = {"reduce": _reduce, "argreduce": _argreduce}

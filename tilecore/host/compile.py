@@ -1,0 +1,154 @@
+"""From a kernel specialization to a cubin: IR -> CUDA C++ -> NVRTC, through
+the compiled-module cache; and `tilecore.compile`, the ahead-of-time API that
+works without a GPU.
+
+The cache key covers everything that changes the binary (the generated C++,
+the exact architecture, the options, NVRTC and cuda-core versions, a hash of
+tilecore's own sources and of the runtime headers), never compiler output.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import config
+from ..backend.cuda import ArraySpec, CodegenOptions, GeneratedKernel, generate
+from ..backend.cuda.nvrtc import compile_cubin, header_fingerprint, nvrtc_version
+from ..frontend.specialize import ArgKind, ArrayArg, ConstArg
+from ..ir.core import Function
+from ..ir.printer import format_function
+from ..kernel import Kernel
+from ..language.options import resolve
+from ..runtime.cache import cache_key, default_cache
+from .classify import check_arg_count, classify_non_array, param_names
+
+__all__ = ["CompiledKernel", "compile", "build", "codegen_options"]
+
+_PACKAGE = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    """One compiled specialization: the generated CUDA C++ (`source`), the
+    cubin bytes, the IR text, the entry name and the launch geometry."""
+
+    name: str
+    arch: str
+    source: str
+    cubin: bytes
+    ir: str
+    entry: str
+    block_threads: int
+    smem_bytes: int
+    param_format: str
+    cluster_size: int
+
+
+@functools.lru_cache(maxsize=1)
+def _sources_fingerprint() -> str:
+    """sha256 of tilecore's own Python sources (they decide the generated code)."""
+    h = hashlib.sha256()
+    for path in sorted(_PACKAGE.rglob("*.py")):
+        h.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def _cuda_core_version() -> str:
+    try:
+        import cuda.core
+        return getattr(cuda.core, "__version__", "unknown")
+    except ImportError:
+        return "absent"
+
+
+def codegen_options(kernel: Kernel, arch: str) -> CodegenOptions:
+    """The kernel's options resolved for `arch` (ByTarget values included)."""
+    o = kernel.options
+    warps = resolve(o.num_worker_warps, arch)
+    threads = resolve(o.num_threads, arch) or (warps * 32 if warps else None)
+    num_ctas = resolve(o.num_ctas, arch, 1)
+    if int(arch.split("_")[1].rstrip("af")) < 90:
+        num_ctas = 1  # clusters need sm_90; the hint is ignored below it
+    return CodegenOptions(num_threads=threads, occupancy=resolve(o.occupancy, arch),
+                          opt_level=resolve(o.opt_level, arch, 3), num_ctas=num_ctas, arch=arch)
+
+
+def _dump(name: str, key: str, fn: Function, gen: GeneratedKernel) -> None:
+    root = config.dump_dir()
+    if root is None:
+        return
+    root.mkdir(parents=True, exist_ok=True)
+    stem = f"{name}_{key[:12]}"
+    (root / f"{stem}.ir").write_text(format_function(fn) + "\n")
+    (root / f"{stem}.cu").write_text(gen.source)
+
+
+def build(kernel: Kernel, kinds: Sequence[ArgKind], arrays: dict[int, ArraySpec],
+          arch: str) -> CompiledKernel:
+    """Compile one specialization for `arch`, through the memory and disk caches."""
+    fn = kernel.ir_for(list(kinds))
+    options = codegen_options(kernel, arch)
+    gen = generate(fn, arrays, options)
+    key = cache_key({
+        "source": gen.source, "arch": arch, "options": repr(options),
+        "nvrtc": nvrtc_version(), "cuda_core": _cuda_core_version(),
+        "tilecore": _sources_fingerprint(), "headers": header_fingerprint(),
+    })
+    _dump(fn.name, key, fn, gen)
+    cubin = default_cache().get_or_build(
+        key, lambda: compile_cubin(gen.source, arch, opt_level=options.opt_level,
+                                   kernel_name=fn.name, loc=fn.loc))
+    return CompiledKernel(fn.name, arch, gen.source, cubin, format_function(fn), gen.entry,
+                          gen.block_threads, gen.smem_bytes, gen.param_format, options.num_ctas)
+
+
+def numpy_array_spec(a: np.ndarray) -> ArraySpec:
+    """Alignment facts of a NumPy array used as a stand-in for a device array."""
+    item = a.itemsize
+    ptr = a.__array_interface__["data"][0]
+    strides = [s // item for s in a.strides]
+    aligned = ptr % 16 == 0 and all((s * item) % 16 == 0 for s in strides[:-1])
+    return ArraySpec(aligned16=aligned, unit_stride=a.ndim == 0 or strides[-1] == 1)
+
+
+def compile(kernel: Kernel, args: Sequence[Any], *, arch: str = "sm_90") -> CompiledKernel:
+    """Compile `kernel` ahead of time for `arch` without a GPU.
+
+    `args` are NumPy arrays (used for their dtype, rank and alignment),
+    numbers (for their dtype) and the values of Constant parameters."""
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f'Invalid argument "kernel" of compile(): expected a @tilecore.kernel, '
+                        f"got {type(kernel).__name__}")
+    if not (isinstance(arch, str) and arch.startswith("sm_") and arch[3:].rstrip("af").isdigit()):
+        raise ValueError(f'Invalid argument "arch" of compile(): expected a string like "sm_90", '
+                         f"got {arch!r}")
+    args = check_arg_count(kernel, args)
+    kinds: list[ArgKind] = []
+    arrays: dict[int, ArraySpec] = {}
+    for i, (name, value) in enumerate(zip(param_names(kernel), args)):
+        kind = classify_non_array(kernel, name, value)
+        if kind is None:
+            if not isinstance(value, np.ndarray):
+                from ..runtime.arrays import as_device_array
+                d = as_device_array(value, name)
+                kind = ArrayArg(d.dtype, len(d.shape))
+                arrays[i] = device_array_spec(d)
+            else:
+                from ..language.dtypes import from_numpy
+                kind = ArrayArg(from_numpy(value.dtype), value.ndim)
+                arrays[i] = numpy_array_spec(value)
+        kinds.append(kind)
+    return build(kernel, kinds, arrays, arch)
+
+
+def device_array_spec(d) -> ArraySpec:
+    """Alignment facts of a runtime DeviceArray (checked at every launch)."""
+    item = d.dtype.itemsize
+    aligned = d.ptr % 16 == 0 and all((s * item) % 16 == 0 for s in d.strides[:-1])
+    return ArraySpec(aligned16=aligned, unit_stride=not d.strides or d.strides[-1] == 1)

@@ -1,0 +1,148 @@
+"""Launching a kernel on the GPU: classify the arguments, find (or build and
+load) the specialization, pack the flat parameters and launch.
+
+The cached path is kept lean: one pass over the arguments builds both the
+specialization key (plain tuples, no objects) and the flat parameter values,
+then one dict lookup and one driver call. Argument kinds, array specs and the
+device checks that need them are only built when a key is new, or (device and
+overlap checks) when the arrays differ from the previous launch's.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from .. import config
+from ..backend.cuda import ArraySpec
+from ..frontend.specialize import ArrayArg, ConstArg, ScalarArg
+from ..kernel import Kernel
+from ..language import dtypes as D
+from ..language.dtypes import DType
+from ..runtime.arrays import as_device_array, check_no_overlap, check_same_device
+from ..runtime.device import current_device_ordinal, get_device
+from ..runtime.launch import LoadedKernel
+from ..runtime.params import scalar_bits
+from ..runtime.streams import stream_handle
+from .classify import scalar_kind
+from .compile import build
+
+__all__ = ["launch_gpu"]
+
+_NUMBER = (bool, int, float, np.bool_, np.integer, np.floating)
+
+
+@dataclass
+class _Plan:
+    loaded: Optional[LoadedKernel]  # None: TILECORE_INTERPRET=1 sends this to the interpreter
+    bit_scalars: tuple[tuple[int, DType], ...]  # (flat position, dtype) of raw-bit scalars
+
+
+def _scalar_dtype(name: str, value: Any) -> DType:
+    t = type(value)
+    if t is int and -2**31 <= value < 2**31:
+        return D.int32
+    if t is float:
+        return D.float32
+    return scalar_kind(name, value).dtype
+
+
+def _scan(kernel: Kernel, args: Sequence[Any]):
+    """(key, flat values, device arrays by name) in one pass over the arguments."""
+    key, flat, arrays = [], [], []
+    consts = kernel.constant_params
+    for name, value in zip(kernel.param_names, args):
+        if name in consts or isinstance(value, DType):
+            key.append(("c", type(value), value))
+        elif isinstance(value, _NUMBER):
+            key.append(_scalar_dtype(name, value))
+            flat.append(value)
+        else:
+            d = as_device_array(value, name)
+            strides = d.strides
+            aligned = not d.ptr & 15
+            if aligned and len(strides) > 1:
+                item = d.dtype.itemsize
+                aligned = all(not (s * item) & 15 for s in strides[:-1])
+            key.append((d.dtype, len(strides), aligned, not strides or strides[-1] == 1))
+            flat.append(d.ptr)
+            flat.extend(d.shape)
+            flat.extend(strides)
+            arrays.append((name, d))
+    return tuple(key), flat, arrays
+
+
+def _kinds(kernel: Kernel, key: tuple, args: Sequence[Any]):
+    """Argument kinds and array specs of a specialization key."""
+    kinds, specs = [], {}
+    for i, (part, value) in enumerate(zip(key, args)):
+        if isinstance(part, DType):
+            kinds.append(ScalarArg(part))
+        elif part[0] == "c":
+            kinds.append(ConstArg(value))
+        else:
+            dtype, ndim, aligned, unit = part
+            kinds.append(ArrayArg(dtype, ndim))
+            specs[i] = ArraySpec(aligned16=aligned, unit_stride=unit)
+    return kinds, specs
+
+
+def _device_of(arrays) -> int:
+    if len(arrays) > 1:
+        ordinal = check_same_device(arrays)
+        check_no_overlap(arrays)
+    else:
+        ordinal = arrays[0][1].device_id if arrays else -1
+    for name, d in arrays:
+        if any(s >= 2**31 for s in d.shape):
+            raise ValueError(f'Kernel argument "{name}" has shape {d.shape}; tile code indexes '
+                             f"arrays with int32, so each dimension must be below 2**31")
+    return ordinal if ordinal >= 0 else current_device_ordinal()
+
+
+def _make_plan(kernel: Kernel, key: tuple, args: Sequence[Any], ordinal: int) -> _Plan:
+    if config.interpret():
+        return _Plan(None, ())
+    kinds, specs = _kinds(kernel, key, args)
+    device = get_device(ordinal)
+    arch = config.arch() or device.arch
+    compiled = build(kernel, kinds, specs, arch)
+    loaded = LoadedKernel(compiled.cubin, compiled.entry, compiled.block_threads,
+                          compiled.smem_bytes, compiled.param_format, compiled.cluster_size,
+                          kernel.__name__, device)
+    bits, pos = [], 0
+    for kind in kinds:
+        if isinstance(kind, ArrayArg):
+            pos += 1 + 2 * kind.ndim
+        elif isinstance(kind, ScalarArg):
+            if kind.dtype.is_float and kind.dtype.itemsize <= 2:
+                bits.append((pos, kind.dtype))
+            pos += 1
+    return _Plan(loaded, tuple(bits))
+
+
+def launch_gpu(stream: Any, grid: tuple[int, int, int], kernel: Kernel,
+               args: Sequence[Any]) -> None:
+    """Launch `kernel` on the device holding its array arguments."""
+    key, flat, arrays = _scan(kernel, args)
+    flat_t = tuple(flat)
+    state = kernel.backend_cache
+    if state.get("last_arrays") == flat_t:
+        ordinal = state["last_ordinal"]
+    else:
+        ordinal = _device_of(arrays)
+        state["last_arrays"], state["last_ordinal"] = flat_t, ordinal
+    plan = state.get((ordinal, key))
+    if plan is None:
+        plan = state[(ordinal, key)] = _make_plan(kernel, key, args, ordinal)
+    if plan.loaded is None:
+        from .cpu import launch_cpu
+        from .device_copies import from_host, to_host
+        launch_cpu(kernel, grid, args, to_host, from_host)
+        return
+    if plan.bit_scalars:
+        for pos, dtype in plan.bit_scalars:
+            flat[pos] = scalar_bits(dtype, flat[pos])
+        flat_t = tuple(flat)
+    plan.loaded.launch(stream_handle(stream), grid, flat_t)
