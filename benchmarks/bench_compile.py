@@ -46,12 +46,16 @@ print(json.dumps({"import_tilecore_s": t2 - t1, "first_launch_s": t4 - t3,
 
 
 def run_child(cache_dir: str) -> dict:
-    env = dict(os.environ, TILECORE_CACHE_DIR=cache_dir)
+    """Run CHILD in a new process (from a file: tile code needs its source)."""
+    script = Path(cache_dir) / "child.py"
+    script.write_text(CHILD)
+    env = dict(os.environ, TILECORE_CACHE_DIR=str(Path(cache_dir) / "cache"))
     env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent) + os.pathsep + \
         env.get("PYTHONPATH", "")
-    out = subprocess.run([sys.executable, "-c", CHILD], env=env, check=True,
-                         capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(f"benchmark child failed:\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:

@@ -2,9 +2,11 @@
 PyTorch, CuPy and Triton, with the device-to-device copy bandwidth of the
 same run. Bandwidth counts bytes read plus written (12 bytes per element).
 
-    python benchmarks/bench_elementwise.py [--out DIR]
+    python benchmarks/bench_elementwise.py [--out DIR] [--sweep]
 """
 from __future__ import annotations
+
+import sys
 
 import cupy as cp
 import torch
@@ -33,8 +35,33 @@ def triton_add(a_ptr, b_ptr, c_ptr, n, BLOCK: tl.constexpr):
              mask=mask)
 
 
+def same_size_copy_gbs(n: int) -> float:
+    """Copy bandwidth for a copy that moves as many bytes as c = a + b (12n)."""
+    src = torch.empty(6 * n, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    return 12 * n / bench_ms(lambda: dst.copy_(src)) / 1e6
+
+
+def sweep(stream) -> None:
+    """Tile sizes beside each other at a few sizes (to choose TILE)."""
+    rows = []
+    for log2n in (22, 24, 26):
+        n = 1 << log2n
+        a, b = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+        c = torch.empty_like(a)
+        row = [f"2^{log2n}"]
+        for tile in (1024, 2048, 4096, 8192, 16384):
+            grid = (ct.cdiv(n, tile),)
+            ms = bench_ms(lambda: ct.launch(stream, grid, vec_add, (a, b, c, tile)))
+            row.append(round(12 * n / ms / 1e6, 1))
+        rows.append(row)
+    print_table("TILE sweep, GB/s", ["n", "1024", "2048", "4096", "8192", "16384"], rows)
+
+
 def main() -> None:
     out = parse_out()
+    if "--sweep" in sys.argv:
+        sweep(torch.cuda.current_stream())
     copy_gbs = copy_bandwidth_gbs()
     rows, records = [], []
     stream = torch.cuda.current_stream()
@@ -56,11 +83,14 @@ def main() -> None:
             "triton": bench_ms(lambda: triton_add[(triton.cdiv(n, 1024),)](a, b, c, n, BLOCK=1024)),
         }
         gbs = {k: 12 * n / ms / 1e6 for k, ms in times.items()}
-        rows.append([f"2^{log2n}", *(round(gbs[k], 1) for k in times),
-                     f"{100 * gbs['tilecore'] / copy_gbs:.1f}%"])
-        records.append({"n": n, "ms": times, "gbs": gbs})
-    print_table(f"c = a + b, float32, GB/s (copy bandwidth {copy_gbs:.0f} GB/s)",
-                ["n", "tilecore", "torch", "cupy", "triton", "tilecore/copy"], rows)
+        same = same_size_copy_gbs(n)
+        rows.append([f"2^{log2n}", *(round(gbs[k], 1) for k in times), round(same, 1),
+                     f"{100 * gbs['tilecore'] / copy_gbs:.1f}%",
+                     f"{100 * gbs['tilecore'] / same:.1f}%"])
+        records.append({"n": n, "ms": times, "gbs": gbs, "copy_same_bytes_gbs": same})
+    print_table(f"c = a + b, float32, GB/s (1 GiB copy bandwidth {copy_gbs:.0f} GB/s)",
+                ["n", "tilecore", "torch", "cupy", "triton", "copy, same bytes",
+                 "tilecore/1GiB copy", "tilecore/same-size copy"], rows)
     path = write_json(out, "elementwise", {**device_info(), "copy_gbs": copy_gbs,
                                            "results": records})
     print(f"wrote {path}")

@@ -56,6 +56,47 @@ def host_us(fn, sync) -> dict:
             "p90_us": samples[9 * len(samples) // 10] / 1e3}
 
 
+def breakdown(a, b, c, raw, stream, sync) -> dict:
+    """Where tilecore's launch time goes: argument extraction, the whole
+    Python path without the driver call, and the bare driver call."""
+    from tilecore.host import gpu
+    from tilecore.runtime.arrays import array_fields
+    from tilecore.runtime.streams import stream_handle
+    args = (a, b, c, N)
+    key, flat, _ = gpu._scan(small_add, args)
+    plan = small_add.backend_cache[(0, key)]
+    loaded = plan.loaded
+    drv, fn, params = loaded._drv, loaded._function, loaded.params.kernel_params
+    loaded.params.pack(tuple(flat))
+
+    def bare():
+        drv.cuLaunchKernel(fn, 1, 1, 1, loaded.block_threads, 1, 1, 0, raw, params, 0)
+
+    import ctypes
+    lib = ctypes.CDLL("libcuda.so.1")
+    ctypes_launch = lib.cuLaunchKernel
+    u = ctypes.c_uint
+    ctypes_launch.argtypes = [ctypes.c_void_p, u, u, u, u, u, u, u, ctypes.c_void_p,
+                              ctypes.c_void_p, ctypes.c_void_p]
+    fn_ptr, threads = int(fn), loaded.block_threads
+
+    def bare_ctypes():
+        ctypes_launch(fn_ptr, 1, 1, 1, threads, 1, 1, 0, raw, params, None)
+
+    noop = lambda: None  # noqa: E731
+    return {
+        "stage: 3x array_fields(torch)": host_us(
+            lambda: (array_fields(a, "a"), array_fields(b, "b"), array_fields(c, "c")), noop),
+        "stage: _scan (args -> key, values)": host_us(lambda: gpu._scan(small_add, args), noop),
+        "stage: LoadedKernel.launch": host_us(lambda: loaded.launch(raw, (1, 1, 1), tuple(flat)),
+                                              sync),
+        "stage: bare cuLaunchKernel (cuda.bindings)": host_us(bare, sync),
+        "stage: bare cuLaunchKernel (ctypes)": host_us(bare_ctypes, sync),
+        "stage: make_current (cuda.bindings)": host_us(loaded.device.make_current, noop),
+        "stage: stream_handle(torch stream)": host_us(lambda: stream_handle(stream), noop),
+    }
+
+
 def main() -> None:
     out = parse_out()
     a = torch.randn(N, device="cuda")
@@ -76,6 +117,7 @@ def main() -> None:
         "cupy elementwise": host_us(lambda: cp.add(ca, cb, out=cc), sync),
         "torch.add": host_us(lambda: torch.add(a, b, out=c), sync),
     }
+    results.update(breakdown(a, b, c, raw, stream, sync))
     print_table(f"host time per cached launch, us ({LAUNCHES} launches)",
                 ["launcher", "median", "p10", "p90"],
                 [[k, round(v["median_us"], 2), round(v["p10_us"], 2), round(v["p90_us"], 2)]

@@ -36,6 +36,7 @@ def device_info() -> dict:
 def parse_out() -> Path:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="benchmarks/results", help="directory for the JSON file")
+    ap.add_argument("--sweep", action="store_true", help="also sweep tile sizes (where offered)")
     return Path(ap.parse_args().out)
 
 

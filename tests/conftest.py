@@ -26,16 +26,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-def _float_tolerance(dtype) -> tuple[float, float]:
+def _float_tolerance(dtype, scale: float) -> tuple[float, float]:
     """(rtol, atol) between GPU and interpreter results: the CUDA math library
-    and NumPy differ by a few ulps in transcendental functions, and a one-ulp
-    difference can flip a rounding of a narrow float."""
+    and NumPy differ by a few ulps in transcendental functions, reductions add
+    in another order (an error relative to the magnitudes summed, hence the
+    atol scaled by the largest result), and a one-ulp difference can flip a
+    rounding of a narrow float."""
     size = np.dtype(dtype).itemsize
     if size >= 8:
-        return 1e-12, 1e-300
+        return 1e-12, 1e-13 * scale
     if size == 4:
-        return 2e-6, 1e-30
-    return 1.6e-2, 1e-6
+        return 1e-5, 1e-5 * scale
+    return 1.6e-2, 1e-6 + 4e-3 * scale
 
 
 def _compare(name: str, gpu: np.ndarray, cpu: np.ndarray) -> None:
@@ -48,7 +50,8 @@ def _compare(name: str, gpu: np.ndarray, cpu: np.ndarray) -> None:
     g = gpu.astype(np.float64)
     c = cpu.astype(np.float64)
     assert np.array_equal(np.isnan(g), np.isnan(c)), f"NaN positions differ in array {name!r}"
-    rtol, atol = _float_tolerance(gpu.dtype)
+    finite = np.abs(c[np.isfinite(c)])
+    rtol, atol = _float_tolerance(gpu.dtype, 1.0 + (float(finite.max()) if finite.size else 0.0))
     ok = np.isclose(g, c, rtol=rtol, atol=atol) | np.isnan(g)
     bad = np.flatnonzero(~ok.ravel())
     assert bad.size == 0, (f"GPU and interpreter differ in array {name!r} at flat indices "

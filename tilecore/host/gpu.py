@@ -20,7 +20,7 @@ from ..frontend.specialize import ArrayArg, ConstArg, ScalarArg
 from ..kernel import Kernel
 from ..language import dtypes as D
 from ..language.dtypes import DType
-from ..runtime.arrays import as_device_array, check_no_overlap, check_same_device
+from ..runtime.arrays import DeviceArray, array_fields, check_no_overlap, check_same_device
 from ..runtime.device import current_device_ordinal, get_device
 from ..runtime.launch import LoadedKernel
 from ..runtime.params import scalar_bits
@@ -59,17 +59,17 @@ def _scan(kernel: Kernel, args: Sequence[Any]):
             key.append(_scalar_dtype(name, value))
             flat.append(value)
         else:
-            d = as_device_array(value, name)
-            strides = d.strides
-            aligned = not d.ptr & 15
+            fields = array_fields(value, name)
+            ptr, shape, strides, dtype = fields[0], fields[1], fields[2], fields[3]
+            aligned = not ptr & 15
             if aligned and len(strides) > 1:
-                item = d.dtype.itemsize
+                item = dtype.itemsize
                 aligned = all(not (s * item) & 15 for s in strides[:-1])
-            key.append((d.dtype, len(strides), aligned, not strides or strides[-1] == 1))
-            flat.append(d.ptr)
-            flat.extend(d.shape)
+            key.append((dtype, len(strides), aligned, not strides or strides[-1] == 1))
+            flat.append(ptr)
+            flat.extend(shape)
             flat.extend(strides)
-            arrays.append((name, d))
+            arrays.append((name, fields))
     return tuple(key), flat, arrays
 
 
@@ -88,7 +88,9 @@ def _kinds(kernel: Kernel, key: tuple, args: Sequence[Any]):
     return kinds, specs
 
 
-def _device_of(arrays) -> int:
+def _device_of(fields) -> int:
+    arrays = [(name, DeviceArray(f[0], tuple(f[1]), tuple(f[2]), f[3], f[4]))
+              for name, f in fields]
     if len(arrays) > 1:
         ordinal = check_same_device(arrays)
         check_no_overlap(arrays)

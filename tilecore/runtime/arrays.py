@@ -21,7 +21,7 @@ from ..errors import TileTypeError, TileValueError
 from ..language import dtypes as dt
 from ..language.dtypes import DType
 
-__all__ = ["DeviceArray", "as_device_array", "classify_arg", "check_same_device",
+__all__ = ["DeviceArray", "as_device_array", "array_fields", "classify_arg", "check_same_device",
            "check_no_overlap", "memory_extent"]
 
 
@@ -220,6 +220,33 @@ def as_device_array(obj: Any, name: str) -> DeviceArray:
     f = _extractors.get(cls)
     if f is None:
         f = _extractors[cls] = _resolve(cls, obj)
+    return f(obj, name)
+
+
+# ---- the launch hot path: fields without building a DeviceArray ----------------
+
+Fields = tuple  # (ptr, shape, strides, dtype, device_id), the DeviceArray field order
+
+
+def _fields_torch(obj, name: str) -> Fields:
+    device = obj.get_device()
+    if device < 0:
+        return _extract_torch(obj, name)  # raises the host-memory error
+    dtype = _torch_dtypes.get(obj.dtype) or _from_torch(name, obj.dtype)
+    return obj.data_ptr(), obj.shape, obj.stride(), dtype, device
+
+
+_fast_fields: dict[type, Callable[[Any, str], Fields]] = {}
+
+
+def array_fields(obj: Any, name: str) -> Fields:
+    """`as_device_array(obj, name)` as a plain tuple, with a faster path for
+    PyTorch tensors (the launch path reads these on every call)."""
+    f = _fast_fields.get(type(obj))
+    if f is None:
+        cls = type(obj)
+        f = _fields_torch if _in_mro(cls, "torch", "Tensor") else as_device_array
+        _fast_fields[cls] = f
     return f(obj, name)
 
 

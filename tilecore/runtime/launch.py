@@ -5,7 +5,9 @@ Per launch `LoadedKernel.launch` does only: make the device's primary
 context current (one cheap query when it already is), pack the values into
 the persistent `ParamBuffer`, and one cuLaunchKernel (cuLaunchKernelEx for
 thread-block clusters) whose kernelParams is the address of a pre-built
-`void*[]`. Driver errors become `TileLaunchError` naming the kernel and
+`void*[]`. (The driver is called through cuda.bindings: on the H100
+machine a ctypes call of cuLaunchKernel measured slower, 7.7 us against
+5.8 us.) Driver errors become `TileLaunchError` naming the kernel and
 saying what usually causes them.
 """
 from __future__ import annotations

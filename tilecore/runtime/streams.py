@@ -51,12 +51,13 @@ def _resolve(cls: type) -> Callable[[Any], int]:
         return _none
     if issubclass(cls, int) and cls is not bool:
         return _raw_int
-    if hasattr(cls, "__cuda_stream__"):
-        return _protocol
-    if _in_mro(cls, "cupy") and hasattr(cls, "ptr"):
-        return _cupy
+    # Library attributes first: they are plain reads, cheaper than the protocol call.
     if _in_mro(cls, "torch") and hasattr(cls, "cuda_stream"):
         return _torch
+    if _in_mro(cls, "cupy") and hasattr(cls, "ptr"):
+        return _cupy
+    if hasattr(cls, "__cuda_stream__"):
+        return _protocol
     return _unsupported
 
 

@@ -161,6 +161,19 @@ template <class C> __device__ __forceinline__ C c_max(C a, C b) {
   if (b != b) return b;
   return a < b ? b : a;
 }
+#if __CUDA_ARCH__ >= 800
+// One instruction each on sm_80+: max/min that return NaN when either input is NaN.
+__device__ __forceinline__ float c_max(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float c_min(float a, float b) {
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+#endif
 template <class T> __device__ __forceinline__ T op_minimum(T a, T b) {
   return Num<T>::down(c_min(Num<T>::up(a), Num<T>::up(b)));
 }
