@@ -13,6 +13,7 @@ from typing import Any, Callable, Optional
 
 from .frontend.specialize import ArgKind, ConstArg, arg_key, lower_kernel
 from .ir.core import Function
+from .ir.passes import run_pipeline
 from .language.constants import is_constant_annotation
 from .language.options import KernelOptions, validate_options
 
@@ -58,7 +59,7 @@ class Kernel:
         key = tuple(arg_key(k) for k in kinds)
         fn = self._ir.get(key)
         if fn is None:
-            fn = lower_kernel(self.pyfunc, kinds)
+            fn = run_pipeline(lower_kernel(self.pyfunc, kinds))
             self._ir[key] = fn
         return fn
 
