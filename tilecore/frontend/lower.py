@@ -21,6 +21,8 @@ from .builder import Builder, describe
 from .source import ParsedFunction, parse_function
 from .values import BoundMethod, Const, FrontVal, TupleVal, Undefined
 from . import control
+from .calls import call_object
+from .methods import call_method, get_attribute, subscript
 
 __all__ = ["Lowerer", "RETURN"]
 
@@ -347,11 +349,9 @@ class Lowerer:
         return self.b.where(cond, self.expr(node.body), self.expr(node.orelse), self.loc(node))
 
     def expr_Attribute(self, node: ast.Attribute) -> FrontVal:
-        from .methods import get_attribute
         return get_attribute(self, self.expr(node.value), node.attr, self.loc(node))
 
     def expr_Subscript(self, node: ast.Subscript) -> FrontVal:
-        from .methods import subscript
         return subscript(self, self.expr(node.value), node.slice, self.loc(node))
 
     def expr_Call(self, node: ast.Call) -> FrontVal:
@@ -373,8 +373,6 @@ class Lowerer:
         return self.call(callee, args, kwargs, self.loc(node))
 
     def call(self, callee: FrontVal, args: list, kwargs: dict, loc: Loc) -> FrontVal:
-        from .calls import call_object
-        from .methods import call_method
         if isinstance(callee, BoundMethod):
             return call_method(self, callee.obj, callee.name, args, kwargs, loc)
         if isinstance(callee, Const):

@@ -18,7 +18,8 @@ import numpy as np
 
 from .. import config
 from ..backend.cuda import ArraySpec, CodegenOptions, GeneratedKernel, generate
-from ..backend.cuda.nvrtc import compile_cubin, header_fingerprint, nvrtc_version
+from ..backend.cuda.nvrtc import compile_cubin, header_fingerprint
+from ..backend.cuda.toolchain import cuda_core_version, nvrtc_identity
 from ..frontend.specialize import ArgKind, ArrayArg, ConstArg
 from ..ir.core import Function
 from ..ir.printer import format_function
@@ -58,15 +59,6 @@ def _sources_fingerprint() -> str:
     return h.hexdigest()
 
 
-@functools.lru_cache(maxsize=1)
-def _cuda_core_version() -> str:
-    try:
-        import cuda.core
-        return getattr(cuda.core, "__version__", "unknown")
-    except ImportError:
-        return "absent"
-
-
 def codegen_options(kernel: Kernel, arch: str) -> CodegenOptions:
     """The kernel's options resolved for `arch` (ByTarget values included)."""
     o = kernel.options
@@ -97,7 +89,7 @@ def build(kernel: Kernel, kinds: Sequence[ArgKind], arrays: dict[int, ArraySpec]
     gen = generate(fn, arrays, options)
     key = cache_key({
         "source": gen.source, "arch": arch, "options": repr(options),
-        "nvrtc": nvrtc_version(), "cuda_core": _cuda_core_version(),
+        "nvrtc": nvrtc_identity(), "cuda_core": str(cuda_core_version()),
         "tilecore": _sources_fingerprint(), "headers": header_fingerprint(),
     })
     _dump(fn.name, key, fn, gen)
