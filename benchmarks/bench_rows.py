@@ -4,9 +4,11 @@ torch.softmax / torch.nn.functional.layer_norm and Triton kernels, with the
 copy bandwidth of the same run. GB/s counts the bytes that must move (input
 read once, output written once; layer-norm also reads weight and bias).
 
-    python benchmarks/bench_rows.py [--out DIR]
+    python benchmarks/bench_rows.py [--out DIR] [--sweep]
 """
 from __future__ import annotations
+
+import sys
 
 import torch
 import triton
@@ -69,8 +71,31 @@ def _warps(n: int) -> int:
     return 4 if n <= 1024 else 8 if n <= 4096 else 16
 
 
+def sweep(stream) -> None:
+    """Block sizes beside each other (to choose the compiler's default)."""
+    rows = []
+    for dtype in (torch.float32, torch.bfloat16):
+        for n in (1024, 4096):
+            x = torch.randn(ROWS, n, device="cuda", dtype=dtype)
+            y = torch.empty_like(x)
+            w, b = torch.randn(n, device="cuda", dtype=dtype), torch.randn(n, device="cuda",
+                                                                           dtype=dtype)
+            for name, base, args in (("softmax", softmax, (x, y, n)),
+                                     ("layer_norm", layer_norm, (x, w, b, y, 1e-5, n))):
+                row = [name, str(dtype).replace("torch.", ""), n]
+                for threads in (64, 128, 256, 512, 1024):
+                    k = ct.kernel(num_threads=threads)(base.pyfunc)
+                    ms = bench_ms(lambda: ct.launch(stream, (ROWS,), k, args))
+                    row.append(round(2 * x.numel() * x.element_size() / ms / 1e6, 1))
+                rows.append(row)
+    print_table("num_threads sweep, GB/s", ["op", "dtype", "cols", "64", "128", "256", "512",
+                                             "1024"], rows)
+
+
 def main() -> None:
     out = parse_out()
+    if "--sweep" in sys.argv:
+        sweep(torch.cuda.current_stream())
     copy_gbs = copy_bandwidth_gbs()
     stream = torch.cuda.current_stream()
     rows, records = [], []

@@ -102,6 +102,11 @@ def main() -> int:
     ok &= _check("loop + reduction, sum of 5000", host(out), [arr.astype(np.float64).sum()],
                  1e-3, time.perf_counter() - t)
 
+    t = time.perf_counter()
+    compiled = ct.compile(vec_add, (a, b, a, 1024), arch="sm_90")
+    print(f"  ok   tilecore.compile(vec_add, arch='sm_90'): {len(compiled.cubin)} bytes of cubin, "
+          f"{compiled.block_threads} threads per block ({(time.perf_counter() - t) * 1e3:.1f} ms)")
+
     print("all checks passed" if ok else "SOME CHECKS FAILED")
     return 0 if ok else 1
 

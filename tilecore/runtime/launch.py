@@ -114,7 +114,8 @@ class LoadedKernel:
         gx, gy, gz = grid
         with self._lock:
             self.params.pack(values)
-            if self._config is None:
+            # A cluster size is a hint: a grid it does not divide runs without clusters.
+            if self._config is None or gx % self.cluster_size:
                 err = self._drv.cuLaunchKernel(
                     self._function, gx, gy, gz, self.block_threads, 1, 1, self.smem_bytes,
                     stream_handle, self.params.kernel_params, 0)[0]

@@ -1,0 +1,99 @@
+"""Launching tile kernels on the GPU from the public API: CuPy and PyTorch
+arrays, streams, strided views, clusters (num_ctas), TILECORE_INTERPRET with
+device arrays, bad input."""
+import numpy as np
+import pytest
+
+import tilecore as ct
+
+pytestmark = pytest.mark.gpu
+
+
+@ct.kernel
+def axpy(x, y, out, alpha, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    tx = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ty = ct.load(y, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(out, index=(bid,), tile=alpha * tx + ty)
+
+
+@ct.kernel(num_ctas=2)
+def clustered_copy(x, out, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.store(out, index=(bid,), tile=ct.load(x, index=(bid,), shape=(TILE,)))
+
+
+def _ref(x, y, alpha):
+    return alpha * x.astype(np.float64) + y
+
+
+def test_cupy_arrays_and_streams():
+    cp = pytest.importorskip("cupy")
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal(5000).astype(np.float32), rng.standard_normal(5000).astype(np.float32)
+    dx, dy, dout = cp.asarray(x), cp.asarray(y), cp.full(5000, cp.nan, cp.float32)
+    stream = cp.cuda.Stream(non_blocking=True)
+    for s in (None, stream, stream.ptr):
+        dout.fill(cp.nan)
+        ct.launch(s, (ct.cdiv(5000, 1024),), axpy, (dx, dy, dout, 2.5, 1024))
+        cp.cuda.Device().synchronize()
+        np.testing.assert_allclose(cp.asnumpy(dout), _ref(x, y, 2.5), rtol=1e-6, atol=1e-6)
+
+
+def test_torch_tensors_bfloat16_and_strided_views():
+    torch = pytest.importorskip("torch")
+    x = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
+    y = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty_like(x)
+    ct.launch(torch.cuda.current_stream(), (4,), axpy, (x, y, out, 0.5, 1024))
+    torch.cuda.synchronize()
+    want = (0.5 * x.float() + y.float()).to(torch.bfloat16)
+    assert torch.equal(out, want)
+    big = torch.randn(8192, device="cuda")
+    xs, ys = big[::2], big[1::2]                 # stride-2 views
+    o = torch.empty(4096, device="cuda")
+    ct.launch(None, (4,), axpy, (xs, ys, o, 1.0, 1024))
+    torch.cuda.synchronize()
+    assert torch.allclose(o, xs + ys)
+
+
+def test_cluster_launch_with_divisible_and_odd_grids():
+    cp = pytest.importorskip("cupy")
+    x = cp.arange(3 * 256, dtype=cp.float32)
+    for blocks in (2, 3):                        # 3 blocks: not divisible, runs without clusters
+        out = cp.zeros_like(x)
+        ct.launch(None, (blocks,), clustered_copy, (x, out, 256))
+        cp.cuda.Device().synchronize()
+        np.testing.assert_array_equal(cp.asnumpy(out[:blocks * 256]),
+                                      cp.asnumpy(x[:blocks * 256]))
+
+
+def test_interpret_env_runs_device_arrays_on_the_cpu(monkeypatch):
+    cp = pytest.importorskip("cupy")
+    monkeypatch.setenv("TILECORE_INTERPRET", "1")
+
+    @ct.kernel
+    def twice(x, out, TILE: ct.Constant[int]):
+        ct.store(out, index=(0,), tile=ct.load(x, index=(0,), shape=(TILE,)) * 2)
+
+    x = cp.arange(8, dtype=cp.float32)
+    out = cp.zeros_like(x)
+    ct.launch(None, (1,), twice, (x, out, 8))
+    np.testing.assert_array_equal(cp.asnumpy(out), np.arange(8, dtype=np.float32) * 2)
+    (fn,) = twice._ir.values()                   # lowered for the interpreter, never compiled
+    assert not [k for k in twice.backend_cache if isinstance(k, tuple)
+                and twice.backend_cache[k].loaded is not None]
+
+
+def test_host_arrays_with_device_arrays_is_an_error():
+    cp = pytest.importorskip("cupy")
+    with pytest.raises(TypeError, match="both host arrays"):
+        ct.launch(None, (1,), axpy, (np.zeros(8, np.float32), cp.zeros(8, cp.float32),
+                                     cp.zeros(8, cp.float32), 1.0, 8))
+
+
+def test_overlapping_device_arrays_are_an_error():
+    cp = pytest.importorskip("cupy")
+    buf = cp.zeros(16, cp.float32)
+    with pytest.raises(ValueError, match='overlap in memory'):
+        ct.launch(None, (1,), axpy, (buf[:8], buf[4:12], cp.zeros(8, cp.float32), 1.0, 8))
