@@ -14,7 +14,7 @@ def axpy(x, y, out, alpha, TILE: ct.Constant[int]):
     bid = ct.bid(0)
     tx = ct.load(x, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
     ty = ct.load(y, index=(bid,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
-    ct.store(out, index=(bid,), tile=alpha * tx + ty)
+    ct.store(out, index=(bid,), tile=(alpha * tx + ty).astype(out.dtype))
 
 
 @ct.kernel(num_ctas=2)
@@ -47,6 +47,7 @@ def test_torch_tensors_bfloat16_and_strided_views():
     out = torch.empty_like(x)
     ct.launch(torch.cuda.current_stream(), (4,), axpy, (x, y, out, 0.5, 1024))
     torch.cuda.synchronize()
+    # alpha is a float32 kernel argument, so alpha * x + y is computed in float32
     want = (0.5 * x.float() + y.float()).to(torch.bfloat16)
     assert torch.equal(out, want)
     big = torch.randn(8192, device="cuda")

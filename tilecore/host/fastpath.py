@@ -33,8 +33,9 @@ def _array_lines(i: int, value: Any, dtype, ndim: int, aligned: bool,
         item_div = ""
     elif root == "cupy":
         ns[f"D{i}"] = value.dtype
-        lines += [f"if {a}.dtype != D{i} or {a}.device.id != {device}: return None",
-                  f"p{i} = {a}.data.ptr", f"sh{i} = {a}.shape", f"st{i} = {a}.strides"]
+        lines += [f"m{i} = {a}.data",
+                  f"if {a}.dtype != D{i} or m{i}.device_id != {device}: return None",
+                  f"p{i} = m{i}.ptr", f"sh{i} = {a}.shape", f"st{i} = {a}.strides"]
         item_div = f" // {dtype.itemsize}"
     else:
         return None
