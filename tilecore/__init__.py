@@ -18,7 +18,7 @@ from .language.ops import *  # noqa: F401,F403  (the tile-code functions)
 from .language.ops import __all__ as _ops_all
 from .language.options import ByTarget
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: E402
 
 
 __all__ = [

@@ -301,3 +301,15 @@ def test_overlap_found_past_a_nested_array():
         check_no_overlap([("late", late), ("inner", inner), ("big", big)])
     with pytest.raises(TileValueError, match='"x" and "x2"'):
         check_no_overlap([("x", late), ("x2", late)])
+
+
+def test_interleaved_views_do_not_overlap():
+    even = _arr(BASE, (50,), (2,))          # x[0::2] of a float32 buffer
+    odd = _arr(BASE + 4, (50,), (2,))       # x[1::2]
+    check_no_overlap([("even", even), ("odd", odd)])
+    rows = _arr(BASE, (4, 8), (16, 1))      # every other row of a (8, 8) matrix...
+    other_rows = _arr(BASE + 32, (4, 8), (16, 1))  # ...and the rows between them
+    with pytest.raises(TileValueError, match='"rows" and "other_rows"'):
+        check_no_overlap([("rows", rows), ("other_rows", other_rows)])  # not provable: refused
+    with pytest.raises(TileValueError, match='"even" and "shifted"'):
+        check_no_overlap([("even", even), ("shifted", _arr(BASE + 8, (50,), (2,)))])

@@ -13,6 +13,8 @@ launches on the stream the caller names, and ordering is the caller's job.
 """
 from __future__ import annotations
 
+import math
+
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -311,13 +313,32 @@ def memory_extent(a: DeviceArray) -> tuple[int, int]:
     return a.ptr + lo * item, a.ptr + (hi + 1) * item
 
 
+def _interleaved(a: DeviceArray, b: DeviceArray) -> bool:
+    """True when `a` and `b` provably share no byte although their extents
+    intersect: every element address of each is fixed modulo g, the gcd of
+    all their byte strides, and the two residues keep whole elements apart
+    (e.g. x[0::2] and x[1::2])."""
+    g = 0
+    for arr in (a, b):
+        for extent, stride in zip(arr.shape, arr.strides):
+            if extent > 1:
+                g = math.gcd(g, abs(stride) * arr.itemsize)
+    if g == 0:
+        return False
+    r = (b.ptr - a.ptr) % g
+    return r >= a.itemsize and g - r >= b.itemsize
+
+
 def check_no_overlap(arrays: list[tuple[str, DeviceArray]]) -> None:
     """TileValueError naming two arguments whose memory extents intersect.
-    Empty arrays never overlap. The test is on extents, so two interleaved
-    strided views of one buffer count as overlapping."""
-    spans = sorted((memory_extent(a) + (name,) for name, a in arrays if a.size),
+    Empty arrays never overlap; neither do views whose elements interleave
+    without sharing bytes (x[0::2] and x[1::2]), see `_interleaved`."""
+    spans = sorted((memory_extent(a) + (name, a) for name, a in arrays if a.size),
                    key=lambda t: t[0])
-    for (lo_a, hi_a, name_a), (lo_b, hi_b, name_b) in zip(spans, spans[1:]):
-        if lo_b < hi_a:
-            raise TileValueError(f'Arguments "{name_a}" and "{name_b}" overlap in memory '
+    for i, (lo_a, hi_a, name_a, a) in enumerate(spans):
+        for lo_b, hi_b, name_b, b in spans[i + 1:]:
+            if lo_b >= hi_a:
+                break
+            if not _interleaved(a, b):
+                raise TileValueError(f'Arguments "{name_a}" and "{name_b}" overlap in memory '
                                  f"(bytes [{lo_a:#x}, {hi_a:#x}) and [{lo_b:#x}, {hi_b:#x}))")
