@@ -84,7 +84,16 @@ def breakdown(a, b, c, raw, stream, sync) -> dict:
         ctypes_launch(fn_ptr, 1, 1, 1, threads, 1, 1, 0, raw, params, None)
 
     noop = lambda: None  # noqa: E731
+    cupy_args = (cp.asarray(a), cp.asarray(b), cp.asarray(c), N)
+    ct.launch(raw, (1,), small_add, cupy_args)
+    ct.launch(raw, (1,), small_add, cupy_args)
+    stub = small_add.backend_cache.get("stub")
+    print("stub after CuPy launches:", stub is not None and stub[0](cupy_args) is not None,
+          "| values equal last:", stub is not None and
+          stub[0](cupy_args) == small_add.backend_cache.get("last_values"))
     return {
+        "stage: generated stub (CuPy args)": host_us(
+            (lambda: stub[0](cupy_args)) if stub else noop, noop),
         "stage: 3x array_fields(torch)": host_us(
             lambda: (array_fields(a, "a"), array_fields(b, "b"), array_fields(c, "c")), noop),
         "stage: _scan (args -> key, values)": host_us(lambda: gpu._scan(small_add, args), noop),
