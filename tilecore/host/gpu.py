@@ -158,8 +158,9 @@ def launch_gpu(stream: Any, grid: tuple[int, int, int], kernel: Kernel,
         flat_t = tuple(flat)
     else:
         stubs = state.setdefault("stubs", {})
-        if (ordinal, key) not in stubs:
+        stub_key = (ordinal, key, tuple(map(type, args)))  # stubs read per-library attributes
+        if stub_key not in stubs:
             stub = make_stub(key, args, ordinal, False)
-            stubs[(ordinal, key)] = (stub, plan) if stub is not None else None
-        state["stub"] = stubs[(ordinal, key)]
+            stubs[stub_key] = (stub, plan) if stub is not None else None
+        state["stub"] = stubs[stub_key]
     plan.loaded.launch(stream_handle(stream), grid, flat_t)
