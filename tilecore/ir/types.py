@@ -1,6 +1,7 @@
 """IR value types: tiles (scalars are 0-d tiles) and global arrays."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..language.dtypes import DType
@@ -21,10 +22,7 @@ class TileType:
 
     @property
     def size(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+        return math.prod(self.shape)
 
     @property
     def is_scalar(self) -> bool:

@@ -43,10 +43,7 @@ class DeviceArray(NamedTuple):
 
     @property
     def size(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+        return math.prod(self.shape)
 
 
 Extractor = Callable[[Any, str], DeviceArray]

@@ -74,18 +74,26 @@ class _TileAccess:
         return " + ".join(terms)
 
 
-def _load(ctx: Ctx, op: Op) -> None:
-    arr = ctx.arrays[op.operands[0].id]
-    out = ctx.declare(op.result)
-    ct = ctx.uses(arr.dtype)
-    pad = padding_value(arr.dtype, op.attrs["padding"])
+def _open_chunk_loop(ctx: Ctx, op: Op, arr, index):
+    """Open the scope and the unrolled loop over this thread's chunks of V
+    elements, with each chunk's array coordinates computed; the caller
+    closes both."""
     ctx.open("")
-    acc = _TileAccess(ctx, op, arr, op.attrs["shape"], op.operands[1:])
+    acc = _TileAccess(ctx, op, arr, op.attrs["shape"], index)
     v, lay = acc.vector_width(), acc.layout
     ctx.line("#pragma unroll")
     ctx.open(f"for (int k0 = 0; k0 < {lay.per_thread}; k0 += {v})")
     ctx.line(f"const int e = {lay.elem('k0')};")
     acc.emit_coords("e")
+    return acc, v, lay
+
+
+def _load(ctx: Ctx, op: Op) -> None:
+    arr = ctx.arrays[op.operands[0].id]
+    out = ctx.declare(op.result)
+    ct = ctx.uses(arr.dtype)
+    pad = padding_value(arr.dtype, op.attrs["padding"])
+    acc, v, lay = _open_chunk_loop(ctx, op, arr, op.operands[1:])
     if v > 1:
         cond = acc.in_bounds(v)
         ctx.open(f"if ({cond})" if cond else "")
@@ -115,13 +123,7 @@ def _store(ctx: Ctx, op: Op) -> None:
     arr = ctx.arrays[op.operands[0].id]
     src = ctx.name(op.operands[1])
     ct = ctx.uses(arr.dtype)
-    ctx.open("")
-    acc = _TileAccess(ctx, op, arr, op.attrs["shape"], op.operands[2:])
-    v, lay = acc.vector_width(), acc.layout
-    ctx.line("#pragma unroll")
-    ctx.open(f"for (int k0 = 0; k0 < {lay.per_thread}; k0 += {v})")
-    ctx.line(f"const int e = {lay.elem('k0')};")
-    acc.emit_coords("e")
+    acc, v, lay = _open_chunk_loop(ctx, op, arr, op.operands[2:])
     if v > 1:
         cond = acc.in_bounds(v)
         ctx.open(f"if ({cond})" if cond else "")
