@@ -158,11 +158,12 @@ class Builder:
         except (TypeError, OverflowError) as e:
             raise TileTypeError(f"Invalid operands of '{symbol}': {e}", loc) from None
 
-    def binary(self, fn: str, a: FrontVal, b: FrontVal, loc: Optional[Loc]) -> FrontVal:
+    def binary(self, fn: str, a: FrontVal, b: FrontVal, loc: Optional[Loc],
+               attrs: Optional[dict] = None) -> FrontVal:
         symbol = _BINARY_SYMBOL[fn]
         _check_numeric(a, symbol, loc)
         _check_numeric(b, symbol, loc)
-        if isinstance(a, Const) and isinstance(b, Const):
+        if isinstance(a, Const) and isinstance(b, Const) and not attrs:
             return self._fold_binary(fn, a, b, symbol, loc)
         dtype = self.common_dtype(a, b, symbol, loc)
         if fn in _BITWISE and dtype.is_float:
@@ -173,9 +174,12 @@ class Builder:
         if fn in ("atan2",) and not dtype.is_float:
             dtype = D.float32
         shape = broadcast_shapes(shape_of(a), shape_of(b), loc)
+        if attrs:
+            _check_float32_mode(fn, dtype, loc)
         va = self.to_typed(a, dtype, shape, loc)
         vb = self.to_typed(b, dtype, shape, loc)
-        return self.emit1("binary", (va, vb), TileType(dtype, shape), {"fn": fn}, loc)
+        return self.emit1("binary", (va, vb), TileType(dtype, shape), {"fn": fn, **(attrs or {})},
+                          loc)
 
     def _fold_binary(self, fn: str, a: Const, b: Const, symbol: str, loc) -> Const:
         try:
@@ -203,18 +207,23 @@ class Builder:
         vb = self.to_typed(b, dtype, shape, loc)
         return self.emit1("compare", (va, vb), TileType(D.bool_, shape), {"fn": fn}, loc)
 
-    def unary(self, fn: str, x: FrontVal, loc) -> FrontVal:
+    def unary(self, fn: str, x: FrontVal, loc, attrs: Optional[dict] = None) -> FrontVal:
         _check_numeric(x, fn, loc)
-        if isinstance(x, Const):
+        if isinstance(x, Const) and not attrs:
             return _fold_unary(fn, x, loc)
+        if isinstance(x, Const):
+            x = self.materialize(x, loc)
         v = x
         if fn in _FLOAT_ONLY and not v.type.dtype.is_float:
             v = self.cast(v, D.float32, loc)
         if fn == "invert" and v.type.dtype.is_float:
             raise TileTypeError(f"Operator '~' needs an integer or bool operand, got {describe(x)}",
                                 loc)
+        if attrs:
+            _check_float32_mode(fn, v.type.dtype, loc)
         dtype = D.bool_ if fn == "isnan" else v.type.dtype
-        return self.emit1("unary", (v,), TileType(dtype, v.type.shape), {"fn": fn}, loc)
+        return self.emit1("unary", (v,), TileType(dtype, v.type.shape), {"fn": fn, **(attrs or {})},
+                          loc)
 
     def where(self, cond: FrontVal, a: FrontVal, b: FrontVal, loc) -> FrontVal:
         if isinstance(cond, Const) and cond.is_number:
@@ -241,6 +250,13 @@ class Builder:
 
 _FLOAT_ONLY = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "sinh",
                "cosh", "tanh", "floor", "ceil", "isnan")
+
+
+def _check_float32_mode(fn: str, dtype: DType, loc) -> None:
+    """Rounding modes other than the default and flush-to-zero exist for float32 only."""
+    if dtype is not D.float32:
+        raise TileTypeError(f"{fn}() with a rounding_mode other than the default or with "
+                            f"flush_to_zero needs float32 operands, got {dtype.name}", loc)
 
 
 def _np_floordiv(a, b):

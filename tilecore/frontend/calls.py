@@ -13,6 +13,7 @@ from ..ir.types import ArrayType, TileType
 from ..language import dtypes as D
 from ..language import ops as L
 from ..language.dtypes import DType
+from ..language.enums import RoundingMode
 from .builder import describe
 from .values import Const, FrontVal, TupleVal
 from . import shapes as S
@@ -126,16 +127,49 @@ def _compare(fn: str) -> Handler:
     return handler
 
 
-for _stub, _fn in ((L.add, "add"), (L.sub, "sub"), (L.mul, "mul"), (L.truediv, "truediv"),
+for _stub, _fn in ((L.add, "add"), (L.sub, "sub"), (L.mul, "mul"),
                    (L.floordiv, "floordiv"), (L.mod, "mod"), (L.pow, "pow"),
                    (L.minimum, "minimum"), (L.maximum, "maximum"), (L.atan2, "atan2"),
                    (L.bitwise_and, "bitand"), (L.bitwise_or, "bitor"),
                    (L.bitwise_xor, "bitxor")):
     _register(_stub, _binary(_fn))
-for _name in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "sinh", "cosh",
+for _name in ("exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "sinh", "cosh",
               "tanh", "floor", "ceil", "abs", "isnan"):
     _register(getattr(L, _name), _unary(_name))
 _register(L.negative, _unary("neg"))
+
+_DIV_MODES = (RoundingMode.RN, RoundingMode.RZ, RoundingMode.RM, RoundingMode.RP,
+              RoundingMode.FULL, RoundingMode.APPROX)
+
+
+def _mode(v: FrontVal, fn: str, allowed: tuple, loc: Loc):
+    if isinstance(v, Const) and v.value in allowed:
+        return v.value
+    names = ", ".join(f"RoundingMode.{m.name}" for m in allowed if m is not None)
+    raise TileValueError(f'Invalid argument "rounding_mode" of {fn}(): expected one of '
+                         f"{names}, got {describe(v)}", loc)
+
+
+def _truediv(lw, a, loc):
+    mode = _mode(a["rounding_mode"], "truediv", _DIV_MODES, loc)
+    ftz = a["flush_to_zero"]
+    if not (isinstance(ftz, Const) and isinstance(ftz.value, bool)):
+        raise TileTypeError(f'Invalid argument "flush_to_zero" of truediv(): expected a '
+                            f"constant bool, got {describe(ftz)}", loc)
+    attrs = {}
+    if mode is not RoundingMode.RN or ftz.value:
+        attrs = {"rounding": mode, "ftz": ftz.value}
+    return lw.b.binary("truediv", a["x"], a["y"], loc, attrs)
+
+
+def _exp(lw, a, loc):
+    mode = _mode(a["rounding_mode"], "exp", (None, RoundingMode.FULL, RoundingMode.APPROX), loc)
+    attrs = {"rounding": RoundingMode.APPROX} if mode is RoundingMode.APPROX else None
+    return lw.b.unary("exp", a["x"], loc, attrs)
+
+
+_register(L.truediv, _truediv)
+_register(L.exp, _exp)
 _register(L.bitwise_not, _unary("invert"))
 for _stub, _fn in ((L.equal, "eq"), (L.not_equal, "ne"), (L.less, "lt"), (L.less_equal, "le"),
                    (L.greater, "gt"), (L.greater_equal, "ge")):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.core import Op
+from ..language.enums import RoundingMode
 from .context import BlockContext
 from .rounding import cast, compute_dtype
 
@@ -102,8 +103,43 @@ _INT_BINARY = {"floordiv": _int_floordiv, "mod": _int_mod, "pow": _int_pow,
 _FLOAT_BINARY = {"floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power}
 
 
+def _directed_divide(a: np.ndarray, b: np.ndarray, mode: RoundingMode) -> np.ndarray:
+    """float32 a / b rounded toward zero, -inf or +inf. The float64 quotient of two
+    float32 values never lands on a float32 value the exact quotient is not, so
+    rounding it in the right direction gives the exact directed result."""
+    q = a.astype(np.float64) / b.astype(np.float64)
+    r = q.astype(np.float32)
+    r64 = r.astype(np.float64)
+    finite = np.isfinite(q)
+    if mode is RoundingMode.RZ:
+        step = finite & (np.abs(r64) > np.abs(q))
+        return np.where(step, np.nextafter(r, np.float32(0)), r)
+    if mode is RoundingMode.RM:
+        return np.where(finite & (r64 > q), np.nextafter(r, np.float32(-np.inf)), r)
+    return np.where(finite & (r64 < q), np.nextafter(r, np.float32(np.inf)), r)
+
+
+def _flush(r: np.ndarray) -> np.ndarray:
+    tiny = np.finfo(np.float32).tiny
+    return np.where(np.abs(r) < tiny, np.copysign(np.float32(0), r), r).astype(np.float32)
+
+
+def _truediv(op: Op, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Division with the op's rounding mode (FULL and APPROX, approximations on
+    the GPU, are computed exactly here) and optional flush to zero."""
+    mode = op.attrs.get("rounding") or RoundingMode.RN
+    if mode in (RoundingMode.RZ, RoundingMode.RM, RoundingMode.RP):
+        r = _directed_divide(a, b, mode)
+    else:
+        r = np.true_divide(a, b)
+    return _flush(r) if op.attrs.get("ftz") else r
+
+
 def _binary(ctx: BlockContext, op: Op, args: list) -> tuple:
     fn = op.attrs["fn"]
+    if fn == "truediv" and len(op.attrs) > 1:
+        with np.errstate(all="ignore"):
+            return (_truediv(op, args[0].astype(np.float32), args[1].astype(np.float32)),)
     dtype = op.operands[0].type.dtype
     cdt = compute_dtype(dtype)
     with np.errstate(all="ignore"):

@@ -22,9 +22,11 @@ astype     (x) {dtype}                -> element-wise conversion: float->int tru
                                          float and int->float round to nearest even, ->bool is
                                          x != 0, bool->number is 0/1. tfloat32 keeps 10 mantissa
                                          bits (RN). NaN/inf/out-of-range float->int: unspecified.
-unary      (x) {fn}                   -> fn in UNARY_FNS, same dtype and shape, except
+unary      (x) {fn[, rounding]}       -> fn in UNARY_FNS, same dtype and shape, except
                                          isnan -> bool. neg on unsigned wraps. invert: bitwise
-                                         not on integers, logical not on bool.
+                                         not on integers, logical not on bool. exp may carry
+                                         rounding=RoundingMode.APPROX (float32 only): the
+                                         hardware approximation (results within a few ulps).
 binary     (a, b) {fn}                -> fn in BINARY_FNS; a and b have the same dtype and shape;
                                          result has that dtype. Integer floordiv/mod follow
                                          Python (floor; the remainder has the divisor's sign);

@@ -7,7 +7,7 @@ here (so defaults and argument names live in one place) and lowers it to IR.
 from __future__ import annotations
 
 from .dtypes import float32, int32
-from .enums import PaddingMode
+from .enums import PaddingMode, RoundingMode
 
 __all__ = [
     "cdiv", "bid", "num_blocks", "num_tiles", "load", "store", "gather", "scatter",
@@ -195,8 +195,9 @@ def atan2(x1, x2, /):
 
 
 @_tile_only
-def exp(x, /):
-    """Element-wise e ** x."""
+def exp(x, /, *, rounding_mode=None):
+    """Element-wise e ** x. rounding_mode=RoundingMode.APPROX (float32 only) uses the
+    hardware's fast approximation; None and FULL give the accurate result."""
 
 
 @_tile_only
@@ -290,8 +291,9 @@ def mul(x, y, /):
 
 
 @_tile_only
-def truediv(x, y, /):
-    """x / y."""
+def truediv(x, y, /, *, rounding_mode=RoundingMode.RN, flush_to_zero=False):
+    """x / y, correctly rounded to nearest even by default. Other rounding modes (RZ, RM,
+    RP, and the faster FULL and APPROX) and flush_to_zero need float32 operands."""
 
 
 @_tile_only

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ...ir.core import Op
+from ...language.enums import RoundingMode
 from .cnames import literal
 from .emit import Ctx
 
@@ -52,12 +53,17 @@ def _astype(ctx: Ctx, op: Op) -> None:
 
 
 def _unary(ctx: Ctx, op: Op) -> None:
-    _elementwise(ctx, op, f"tc::op_{op.attrs['fn']}({ctx.name(op.operands[0])}.v[k])")
+    fn = op.attrs["fn"] + ("_approx" if op.attrs.get("rounding") is RoundingMode.APPROX else "")
+    _elementwise(ctx, op, f"tc::op_{fn}({ctx.name(op.operands[0])}.v[k])")
 
 
 def _binary(ctx: Ctx, op: Op) -> None:
     a, b = (ctx.name(v) for v in op.operands)
-    _elementwise(ctx, op, f"tc::op_{op.attrs['fn']}({a}.v[k], {b}.v[k])")
+    fn = f"op_{op.attrs['fn']}"
+    if op.attrs["fn"] == "truediv" and (op.attrs.get("rounding") or op.attrs.get("ftz")):
+        mode = op.attrs.get("rounding") or RoundingMode.RN
+        fn = f"div_{mode.name.lower()}" + ("_ftz" if op.attrs.get("ftz") else "")
+    _elementwise(ctx, op, f"tc::{fn}({a}.v[k], {b}.v[k])")
 
 
 def _compare(ctx: Ctx, op: Op) -> None:

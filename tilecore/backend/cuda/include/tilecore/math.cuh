@@ -74,6 +74,31 @@ template <class T> __device__ __forceinline__ T op_truediv(T a, T b) {
   return Num<T>::down(Num<T>::up(a) / Num<T>::up(b));
 }
 
+// float32 division with an explicit rounding mode (truediv's rounding_mode): the
+// exact directed roundings and the hardware's FULL (2 ulp) and APPROX divisions,
+// each also in a flush-subnormals-to-zero form.
+#define TC_DIV(NAME, INSTR)                                                    \
+  __device__ __forceinline__ float NAME(float a, float b) {                    \
+    float r;                                                                   \
+    asm(INSTR " %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));                      \
+    return r;                                                                  \
+  }
+TC_DIV(div_rn_ftz, "div.rn.ftz.f32")
+TC_DIV(div_rz, "div.rz.f32")
+TC_DIV(div_rz_ftz, "div.rz.ftz.f32")
+TC_DIV(div_rm, "div.rm.f32")
+TC_DIV(div_rm_ftz, "div.rm.ftz.f32")
+TC_DIV(div_rp, "div.rp.f32")
+TC_DIV(div_rp_ftz, "div.rp.ftz.f32")
+TC_DIV(div_full, "div.full.f32")
+TC_DIV(div_full_ftz, "div.full.ftz.f32")
+TC_DIV(div_approx, "div.approx.f32")
+TC_DIV(div_approx_ftz, "div.approx.ftz.f32")
+#undef TC_DIV
+
+// exp with rounding_mode=APPROX: the hardware's ex2 approximation.
+__device__ __forceinline__ float op_exp_approx(float x) { return __expf(x); }
+
 // Python's float divmod, as NumPy computes it (npy_divmod).
 template <class F> __device__ __forceinline__ F py_fmod(F a, F b, F* div) {
   F mod = m_fmod(a, b);
