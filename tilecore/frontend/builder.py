@@ -135,6 +135,9 @@ class Builder:
                 s != 1 and s != t for s, t in zip(reversed(v.type.shape), reversed(shape))):
             raise TileValueError(f"Cannot broadcast a tile of shape {v.type.shape} to {tuple(shape)}",
                                  loc)
+        if math.prod(shape) == v.type.size:  # only adds 1-sized axes: same elements, same order
+            return self.emit1("reshape", (v,), TileType(v.type.dtype, tuple(shape)),
+                              {"shape": tuple(shape)}, loc)
         return self.emit1("broadcast", (v,), TileType(v.type.dtype, tuple(shape)),
                           {"shape": tuple(shape)}, loc)
 
