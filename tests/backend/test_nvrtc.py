@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from tilecore.backend import (ArraySpec, CodegenOptions, compile_cubin, generate,
+from tilecore.backend import (CodegenOptions, compile_cubin, generate,
                               header_fingerprint, nvrtc_version)
 from tilecore.errors import Loc, TileCompileError
 from tilecore.language import dtypes as D

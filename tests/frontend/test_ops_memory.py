@@ -5,7 +5,7 @@ import ml_dtypes
 import pytest
 
 import tilecore as ct
-from frontend_helpers import RNG, expect_error, run
+from frontend_helpers import RNG, run
 
 
 @ct.kernel

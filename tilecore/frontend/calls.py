@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import Loc, TileSyntaxError, TileTypeError, TileValueError
 from ..ir.core import Value
-from ..ir.types import ArrayType, TileType
+from ..ir.types import TileType
 from ..language import dtypes as D
 from ..language import ops as L
 from ..language.dtypes import DType

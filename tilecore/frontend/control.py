@@ -17,7 +17,7 @@ from ..errors import TileSyntaxError, TileTypeError, TileValueError
 from ..ir.core import Block, Value
 from ..ir.types import TileType
 from ..language import dtypes as D
-from .builder import broadcast_shapes, describe
+from .builder import describe
 from .values import Const, FrontVal, TupleVal, Undefined
 
 if TYPE_CHECKING:

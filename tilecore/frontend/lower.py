@@ -14,8 +14,7 @@ import inspect
 from typing import Any, Optional
 
 from ..errors import Loc, TileSyntaxError, TileTypeError, TileValueError
-from ..ir.core import Block, Value
-from ..ir.types import ArrayType, TileType
+from ..ir.core import Value
 from ..language import dtypes as D
 from .builder import Builder, describe
 from .source import ParsedFunction, parse_function

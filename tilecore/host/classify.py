@@ -2,11 +2,11 @@
 that name the parameter, the expected and the actual value."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from ..frontend.specialize import ArrayArg, ConstArg, ScalarArg
+from ..frontend.specialize import ConstArg, ScalarArg
 from ..kernel import Kernel, constant_kind
 from ..language import dtypes as D
 from ..language.dtypes import DType

@@ -21,7 +21,7 @@ from .._version import __version__
 from ..backend.cuda import ArraySpec, CodegenOptions, GeneratedKernel, generate
 from ..backend.cuda.nvrtc import compile_cubin, header_fingerprint
 from ..backend.cuda.toolchain import cuda_core_version, nvrtc_identity
-from ..frontend.specialize import ArgKind, ArrayArg, ConstArg
+from ..frontend.specialize import ArgKind, ArrayArg
 from ..ir.core import Function
 from ..ir.printer import format_function
 from ..kernel import Kernel

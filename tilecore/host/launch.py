@@ -74,9 +74,12 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /) -> None:
     launch_cpu(kernel, grid3, args)
 
 
+_GPU_LAUNCH: list = []
+
+
 def launch_gpu(stream, grid, kernel, args) -> None:
     """The GPU launch path, imported on first use (it pulls in the backend)."""
-    global launch_gpu
-    from .gpu import launch_gpu as real
-    launch_gpu = real
-    real(stream, grid, kernel, args)
+    if not _GPU_LAUNCH:
+        from .gpu import launch_gpu as gpu_launch
+        _GPU_LAUNCH.append(gpu_launch)
+    _GPU_LAUNCH[0](stream, grid, kernel, args)
