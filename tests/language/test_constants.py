@@ -60,7 +60,7 @@ def with_tile(x8, xi, out8, outf, outu):
     b = ct.load(xi, (0,), (4,))
     r8 = a + 1                        # loose int with int8 tile -> int8
     rf = b * 0.5                      # loose float with int tile -> float32
-    ru = a.astype(ct.uint16) + 70000  # loose int, same category -> uint16 (wraps)
+    ru = a.astype(ct.uint16) + 65000  # loose int, same category -> uint16 (the tile wraps)
     assert r8.dtype == ct.int8 and rf.dtype == ct.float32 and ru.dtype == ct.uint16
     ct.store(out8, (0,), r8)
     ct.store(outf, (0,), rf)
@@ -74,7 +74,7 @@ def test_loose_constant_with_tiles():
     ct.launch(None, (1,), with_tile, (x8, xi, out8, outf, outu))
     np.testing.assert_array_equal(out8, [-128, -127, 1, 6])
     np.testing.assert_array_equal(outf, xi * np.float32(0.5))
-    np.testing.assert_array_equal(outu, (x8.astype(np.uint16) + np.uint16(70000 % 65536)))
+    np.testing.assert_array_equal(outu, x8.astype(np.uint16) + np.uint16(65000))
 
 
 @ct.kernel
@@ -106,8 +106,33 @@ def too_big(out):
 def test_integer_constant_too_big():
     from frontend_helpers import expect_error
     expect_error(too_big, [np.zeros(1, np.float32)], ct.TileTypeError,
-                 "Invalid operands of '+': integer constant 18446744073709551616 does not fit in "
-                 "int64 or uint64", "TOO-BIG")
+                 "Invalid operands of '+': the integer constant 18446744073709551616 is out of "
+                 "range for uint64 ([0, 18446744073709551615]); use a wider dtype, e.g. "
+                 "tilecore.int64(18446744073709551616) or astype()", "TOO-BIG")
+
+
+@ct.kernel
+def out_of_range(x, out):
+    t = ct.load(x, (0,), (4,)) + 200  # OUT-OF-RANGE
+    ct.store(out, (0,), t)
+
+
+@ct.kernel
+def fill_out_of_range(out):
+    ct.store(out, (0,), ct.full((4,), 300, ct.int8))  # FILL
+
+
+def test_loose_integer_constant_must_fit_the_tile_dtype():
+    """As NumPy 2 does: int8 + 200 is an error, not a silent wrap."""
+    from frontend_helpers import expect_error
+    expect_error(out_of_range, [np.zeros(4, np.int8), np.zeros(4, np.int8)], ct.TileTypeError,
+                 "Invalid operands of '+': the integer constant 200 is out of range for int8 "
+                 "([-128, 127]); use a wider dtype, e.g. tilecore.int64(200) or astype()",
+                 "OUT-OF-RANGE")
+    expect_error(fill_out_of_range, [np.zeros(4, np.int8)], ct.TileValueError,
+                 "Invalid constant: the integer constant 300 is out of range for int8 "
+                 "([-128, 127]); use a wider dtype, e.g. tilecore.int64(300) or astype()",
+                 "FILL")
 
 
 def test_runtime_scalar_arguments_take_constant_dtypes():

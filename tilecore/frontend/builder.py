@@ -144,6 +144,11 @@ class Builder:
     def to_typed(self, fv: FrontVal, dtype: DType, shape: tuple[int, ...], loc) -> Value:
         """Materialize, convert and broadcast `fv` to `dtype` and `shape`."""
         if isinstance(fv, Const) and fv.is_number and fv.dtype is None:
+            if dtype.is_integer and D.constant_category(fv.value) == D.INT:
+                try:
+                    D.check_int_fits(int(fv.value), dtype)
+                except OverflowError as e:
+                    raise TileValueError(f"Invalid constant: {e}", loc) from None
             v = self.constant(fv.value, dtype, loc)
         else:
             v = self.cast(self.materialize(fv, loc), dtype, loc)

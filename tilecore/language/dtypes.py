@@ -216,13 +216,24 @@ def constant_dtype(value: Number) -> DType:
 
 
 def promote_with_constant(dtype: DType, value: Number) -> DType:
-    """Common dtype of a typed operand and a loosely typed numeric constant."""
+    """Common dtype of a typed operand and a loosely typed numeric constant.
+
+    An integer constant must fit the integer dtype it takes (as NumPy 2 rules):
+    `int8_tile + 200` is an OverflowError, not a silent wrap."""
     cat = constant_category(value)
     if cat > dtype.category:
         return constant_dtype(value)
     if cat == INT and dtype.category == INT:
-        constant_dtype(value)  # rejects integers that fit no dtype
+        check_int_fits(int(value), dtype)
     return dtype
+
+
+def check_int_fits(value: int, dtype: DType) -> None:
+    """OverflowError unless the integer `value` is representable in `dtype`."""
+    if not dtype.min <= value <= dtype.max:
+        raise OverflowError(f"the integer constant {value} is out of range for {dtype.name} "
+                            f"([{dtype.min}, {dtype.max}]); use a wider dtype, e.g. "
+                            f"tilecore.int64({value}) or astype()")
 
 
 def from_numpy(dt) -> DType:
