@@ -58,3 +58,25 @@ def test_nvrtc_errors_name_the_kernel_and_show_generated_lines():
     text = str(e.value)
     assert "broken" in text and "sm_90" in text
     assert ">  2 |   int x = ;" in text or "> 2 |   int x = ;" in text
+
+
+def test_two_processes_compiling_the_same_kernel_share_the_disk_cache(tmp_path):
+    """Both build at once into one cache directory (atomic writes), get the same
+    cubin, and a third process finds it on disk instead of compiling."""
+    import subprocess
+    import sys
+    code = ("import sys, time, hashlib; sys.path.insert(0, 'tests/host'); import numpy as np; "
+            "import test_compile_api as t, tilecore as ct; "
+            "from tilecore.runtime.cache import default_cache; "
+            "ck = ct.compile(t.scale, (np.zeros(512, np.float32),) * 2 + (5.0, 512)); "
+            "c = default_cache(); "
+            "print(hashlib.sha256(ck.cubin).hexdigest(), c.misses, c.disk_hits)")
+    env = {**__import__("os").environ, "TILECORE_CACHE_DIR": str(tmp_path)}
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                              text=True) for _ in range(2)]
+    outs = [p.communicate()[0].split() for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert outs[0][0] == outs[1][0]
+    third = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, check=True).stdout.split()
+    assert third == [outs[0][0], "0", "1"]            # same cubin, no miss, one disk hit
