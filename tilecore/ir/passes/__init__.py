@@ -7,13 +7,18 @@ run the pipeline's output.
 from __future__ import annotations
 
 from ..core import Function
+from ..verify import verify
 from .hoist_loads import hoist_loads
 
 __all__ = ["run_pipeline", "PIPELINE"]
 
 PIPELINE = (
-    # Last: it only reorders ops, and works best on the final op list.
+    # First: catch a front-end bug before any pass builds on it.
+    verify,
+    # Last of the transformations: it only reorders ops, and works best on the final op list.
     hoist_loads,
+    # After every transformation: the backends rely on these invariants.
+    verify,
 )
 
 
