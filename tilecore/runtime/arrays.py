@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Optional
 
 import numpy as np
 
@@ -312,9 +312,11 @@ def memory_extent(a: DeviceArray) -> tuple[int, int]:
 
 def _interleaved(a: DeviceArray, b: DeviceArray) -> bool:
     """True when `a` and `b` provably share no byte although their extents
-    intersect: every element address of each is fixed modulo g, the gcd of
-    all their byte strides, and the two residues keep whole elements apart
-    (e.g. x[0::2] and x[1::2])."""
+    intersect: either every element address of each is fixed modulo g, the
+    gcd of all their byte strides, and the two residues keep whole elements
+    apart (x[0::2] and x[1::2]); or both are made of rows that repeat at one
+    outer stride, and the rows of one fall between the rows of the other
+    (m[0::2, :] and m[1::2, :])."""
     g = 0
     for arr in (a, b):
         for extent, stride in zip(arr.shape, arr.strides):
@@ -323,7 +325,37 @@ def _interleaved(a: DeviceArray, b: DeviceArray) -> bool:
     if g == 0:
         return False
     r = (b.ptr - a.ptr) % g
-    return r >= a.itemsize and g - r >= b.itemsize
+    if r >= a.itemsize and g - r >= b.itemsize:
+        return True
+    return _rows_interleave(a, b)
+
+
+def _row_span(arr: DeviceArray, outer: int) -> Optional[int]:
+    """Bytes one row spans when `arr` repeats every `outer` bytes along its
+    outermost-strided axis (None if its layout is not rows of that pitch)."""
+    dims = [(abs(st) * arr.itemsize, n) for n, st in zip(arr.shape, arr.strides) if n > 1]
+    if not dims:
+        return arr.itemsize
+    pitch = max(d for d, _ in dims)
+    if pitch != outer or any(st < 0 for st in arr.strides):
+        return None
+    span = arr.itemsize + sum((n - 1) * d for d, n in dims if d != pitch)
+    return span if span <= pitch and sum(1 for d, _ in dims if d == pitch) == 1 else None
+
+
+def _rows_interleave(a: DeviceArray, b: DeviceArray) -> bool:
+    """Rows of one pitch P: a's bytes lie in [pa, pa + span_a) modulo P, b's in
+    [pb, pb + span_b); disjoint circular intervals mean no shared byte."""
+    pitches = [abs(st) * arr.itemsize for arr in (a, b)
+               for n, st in zip(arr.shape, arr.strides) if n > 1]
+    if not pitches:
+        return False
+    pitch = max(pitches)
+    span_a, span_b = _row_span(a, pitch), _row_span(b, pitch)
+    if span_a is None or span_b is None:
+        return False
+    offset = (b.ptr - a.ptr) % pitch          # where b's rows start within a's row period
+    return offset >= span_a and pitch - offset >= span_b
 
 
 def check_no_overlap(arrays: list[tuple[str, DeviceArray]]) -> None:
