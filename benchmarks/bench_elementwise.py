@@ -11,9 +11,9 @@ import sys
 import cupy as cp
 import torch
 import triton
-import triton.language as tl
 
 import tilecore as ct
+from kernels import triton_add
 from common import bench_ms, copy_bandwidth_gbs, device_info, parse_out, print_table, write_json
 
 TILE = 4096
@@ -25,14 +25,6 @@ def vec_add(a, b, c, TILE: ct.Constant[int]):
     ta = ct.load(a, index=(bid,), shape=(TILE,))
     tb = ct.load(b, index=(bid,), shape=(TILE,))
     ct.store(c, index=(bid,), tile=ta + tb)
-
-
-@triton.jit
-def triton_add(a_ptr, b_ptr, c_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(c_ptr + offs, tl.load(a_ptr + offs, mask=mask) + tl.load(b_ptr + offs, mask=mask),
-             mask=mask)
 
 
 def same_size_copy_gbs(n: int) -> float:

@@ -11,10 +11,9 @@ import time
 
 import cupy as cp
 import torch
-import triton
-import triton.language as tl
 
 import tilecore as ct
+from kernels import triton_add
 from common import device_info, parse_out, print_table, write_json
 
 N = 1024
@@ -27,14 +26,6 @@ def small_add(a, b, c, TILE: ct.Constant[int]):
     bid = ct.bid(0)
     ct.store(c, index=(bid,), tile=ct.load(a, index=(bid,), shape=(TILE,)) +
              ct.load(b, index=(bid,), shape=(TILE,)))
-
-
-@triton.jit
-def triton_add(a_ptr, b_ptr, c_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(c_ptr + offs, tl.load(a_ptr + offs, mask=mask) + tl.load(b_ptr + offs, mask=mask),
-             mask=mask)
 
 
 def host_us(fn, sync) -> dict:

@@ -15,18 +15,10 @@ import triton
 import triton.language as tl
 
 import tilecore as ct
+from tilecore.samples import softmax_rows as softmax
 from common import bench_ms, copy_bandwidth_gbs, device_info, parse_out, print_table, write_json
 
 ROWS = 16384
-
-
-@ct.kernel
-def softmax(x, y, N: ct.Constant[int]):
-    row = ct.bid(0)
-    t = ct.load(x, index=(row, 0), shape=(1, N), padding_mode=ct.PaddingMode.NEG_INF)
-    t = t.astype(ct.float32)
-    e = ct.exp(t - ct.max(t, axis=1, keepdims=True))
-    ct.store(y, index=(row, 0), tile=(e / ct.sum(e, axis=1, keepdims=True)).astype(y.dtype))
 
 
 @ct.kernel
