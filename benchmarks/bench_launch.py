@@ -49,31 +49,31 @@ def host_us(fn, sync) -> dict:
 
 def breakdown(a, b, c, raw, stream, sync) -> dict:
     """Where tilecore's launch time goes: argument extraction, the whole
-    Python path without the driver call, and the bare driver call."""
+    Python path without the driver call, and the launchers (the C extension,
+    cuda.bindings through tilecore's fallback, a bare cuda.bindings call)."""
+    from cuda.bindings import driver as drv
     from tilecore.host import gpu
     from tilecore.runtime.arrays import array_fields
+    from tilecore.runtime.bindings_driver import BindingsDriver
+    from tilecore.runtime.params import ParamBuffer, param_offsets
     from tilecore.runtime.streams import stream_handle
     args = (a, b, c, N)
     key, flat, _ = gpu._scan(small_add, args)
     plan = small_add.backend_cache[(0, key)]
     loaded = plan.loaded
-    drv, fn, params = loaded._drv, loaded._function, loaded.params.kernel_params
-    loaded.params.pack(tuple(flat))
+    values = tuple(flat)
+    fmt = loaded.param_format
+    bindings = BindingsDriver(drv).Launcher(loaded.device.context, loaded.function,
+                                            loaded.block_threads, 0, 1, fmt[1:],
+                                            param_offsets(fmt), 0)
+    buffer = ParamBuffer(fmt)
+    buffer.pack(values)
+    fn, threads, params = loaded.function, loaded.block_threads, buffer.kernel_params
 
     def bare():
-        drv.cuLaunchKernel(fn, 1, 1, 1, loaded.block_threads, 1, 1, 0, raw, params, 0)
+        drv.cuLaunchKernel(fn, 1, 1, 1, threads, 1, 1, 0, raw, params, 0)
 
-    import ctypes
-    lib = ctypes.CDLL("libcuda.so.1")
-    ctypes_launch = lib.cuLaunchKernel
-    u = ctypes.c_uint
-    ctypes_launch.argtypes = [ctypes.c_void_p, u, u, u, u, u, u, u, ctypes.c_void_p,
-                              ctypes.c_void_p, ctypes.c_void_p]
-    fn_ptr, threads = int(fn), loaded.block_threads
-
-    def bare_ctypes():
-        ctypes_launch(fn_ptr, 1, 1, 1, threads, 1, 1, 0, raw, params, None)
-
+    native = loaded.launcher.launch
     noop = lambda: None  # noqa: E731
     cupy_args = (cp.asarray(a), cp.asarray(b), cp.asarray(c), N)
     ct.launch(raw, (1,), small_add, cupy_args)
@@ -82,17 +82,24 @@ def breakdown(a, b, c, raw, stream, sync) -> dict:
     print("stub after CuPy launches:", stub is not None and stub[0](cupy_args) is not None,
           "| values equal last:", stub is not None and
           stub[0](cupy_args) == small_add.backend_cache.get("last_values"))
+    ct.launch(raw, (1,), small_add, args)
+    ct.launch(raw, (1,), small_add, args)
+    torch_stub = small_add.backend_cache.get("stub")
     return {
         "stage: generated stub (CuPy args)": host_us(
             (lambda: stub[0](cupy_args)) if stub else noop, noop),
+        "stage: generated stub (torch args)": host_us(
+            (lambda: torch_stub[0](args)) if torch_stub else noop, noop),
         "stage: 3x array_fields(torch)": host_us(
             lambda: (array_fields(a, "a"), array_fields(b, "b"), array_fields(c, "c")), noop),
         "stage: _scan (args -> key, values)": host_us(lambda: gpu._scan(small_add, args), noop),
-        "stage: LoadedKernel.launch": host_us(lambda: loaded.launch(raw, (1, 1, 1), tuple(flat)),
+        "stage: LoadedKernel.launch": host_us(lambda: loaded.launch(raw, (1, 1, 1), values),
                                               sync),
+        "stage: C launcher (pack + context check + cuLaunchKernel)": host_us(
+            lambda: native(raw, 1, 1, 1, values), sync),
+        "stage: cuda.bindings launcher (fallback)": host_us(
+            lambda: bindings.launch(raw, 1, 1, 1, values), sync),
         "stage: bare cuLaunchKernel (cuda.bindings)": host_us(bare, sync),
-        "stage: bare cuLaunchKernel (ctypes)": host_us(bare_ctypes, sync),
-        "stage: make_current (cuda.bindings)": host_us(loaded.device.make_current, noop),
         "stage: stream_handle(torch stream)": host_us(lambda: stream_handle(stream), noop),
     }
 

@@ -19,6 +19,9 @@ TILECORE_BLOCK_ORDER        Order in which the interpreter runs the blocks of
                             (shakes out kernels that depend on block order).
 TILECORE_ARCH               Target architecture for compilation (``sm_90``),
                             overriding the one read from the device.
+TILECORE_NATIVE             ``0`` calls the CUDA driver through cuda.bindings
+                            instead of tilecore's C extension (default ``1``:
+                            the extension when it was built).
 ==========================  =================================================
 """
 from __future__ import annotations
@@ -28,7 +31,7 @@ import re
 from pathlib import Path
 from typing import Optional
 
-__all__ = ["cache_dir", "dump_dir", "interpret", "block_order", "arch"]
+__all__ = ["cache_dir", "dump_dir", "interpret", "block_order", "arch", "native"]
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"", "0", "false", "no", "off"})
@@ -64,19 +67,29 @@ def dump_dir() -> Optional[Path]:
     return Path(value).expanduser()
 
 
-def interpret() -> bool:
-    """True when TILECORE_INTERPRET forces the NumPy interpreter for every
-    launch, device arrays included."""
-    value = _get("TILECORE_INTERPRET")
+def _flag(name: str, default: bool) -> bool:
+    value = _get(name)
     if value is None:
-        return False
+        return default
     low = value.lower()
     if low in _TRUE:
         return True
     if low in _FALSE:
         return False
-    raise ValueError(f"Invalid value of TILECORE_INTERPRET: expected one of 1, 0, true, "
+    raise ValueError(f"Invalid value of {name}: expected one of 1, 0, true, "
                      f"false, yes, no, on, off, got {value!r}")
+
+
+def interpret() -> bool:
+    """True when TILECORE_INTERPRET forces the NumPy interpreter for every
+    launch, device arrays included."""
+    return _flag("TILECORE_INTERPRET", False)
+
+
+def native() -> bool:
+    """False when TILECORE_NATIVE=0 asks for cuda.bindings instead of the C
+    extension for driver calls (read when the driver is first loaded)."""
+    return _flag("TILECORE_NATIVE", True)
 
 
 def block_order() -> str:

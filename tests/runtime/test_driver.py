@@ -1,4 +1,5 @@
-"""The driver is loaded lazily; no driver becomes NoDeviceError; check() unwraps results."""
+"""The driver is loaded lazily, through the C extension or cuda.bindings; no
+driver becomes NoDeviceError; check() unwraps results."""
 import subprocess
 import sys
 
@@ -43,10 +44,11 @@ def test_error_name_unknown_code():
     assert error_name(123456) == "CUresult 123456"
 
 
-def _fresh(monkeypatch):
+def _fresh(monkeypatch, native="0"):
     monkeypatch.setattr(rt_driver, "_driver", None)
     monkeypatch.setattr(rt_driver, "_failure", None)
     monkeypatch.setattr(rt_driver, "_has_gpu", None)
+    monkeypatch.setenv("TILECORE_NATIVE", native)
 
 
 def test_missing_library_is_no_device_error(monkeypatch):
@@ -84,8 +86,28 @@ def test_has_gpu_counts_devices(monkeypatch):
     ok = drv.CUresult.CUDA_SUCCESS
     monkeypatch.setattr(drv, "cuInit", lambda flags: (ok,))
     monkeypatch.setattr(drv, "cuDeviceGetCount", lambda: (ok, 0))
-    assert rt_driver.driver() is drv
+    assert rt_driver.driver().drv is drv
     assert rt_driver.has_gpu() is False
     monkeypatch.setattr(rt_driver, "_has_gpu", None)
     monkeypatch.setattr(drv, "cuDeviceGetCount", lambda: (ok, 2))
     assert rt_driver.has_gpu() is True
+
+
+def test_native_extension_is_built_and_selected(monkeypatch):
+    # The C extension builds on every Linux install with a compiler (CI included).
+    monkeypatch.setenv("TILECORE_NATIVE", "1")
+    native = rt_driver.native_module()
+    assert native is not None and native.__name__ == "tilecore.runtime._cudriver"
+    monkeypatch.setenv("TILECORE_NATIVE", "0")
+    assert rt_driver.native_module() is None
+
+
+def test_native_missing_library_is_no_device_error(monkeypatch):
+    _fresh(monkeypatch, native="1")
+    monkeypatch.setattr(rt_driver, "LIBCUDA", "libcuda-does-not-exist.so.1")
+    with pytest.raises(NoDeviceError) as e:
+        rt_driver.driver()
+    assert str(e.value).startswith("No NVIDIA driver was found (cannot load "
+                                   "libcuda-does-not-exist.so.1: ")
+    assert str(e.value).endswith("and tilecore.compile still work without a GPU.")
+

@@ -1,5 +1,7 @@
 """End-to-end runtime checks on a real GPU (skipped without one): device info,
-loading a cubin, launching with packed scalars, clusters, streams, arrays."""
+loading a cubin, launching with packed scalars, clusters, streams, arrays;
+launches go through both driver implementations (the C extension and
+cuda.bindings)."""
 import time
 
 import numpy as np
@@ -8,7 +10,9 @@ import pytest
 from tilecore.language import dtypes as dt
 from tilecore.runtime import get_device, has_gpu
 from tilecore.runtime.arrays import as_device_array
-from tilecore.runtime.driver import check, driver
+from tilecore.runtime import driver as rt_driver
+from tilecore.runtime.bindings_driver import BindingsDriver
+from tilecore.runtime.driver import check
 from tilecore.runtime.launch import LoadedKernel
 from tilecore.runtime.params import scalar_bits
 from tilecore.runtime.streams import stream_handle
@@ -42,6 +46,21 @@ def device():
     return get_device(0)
 
 
+@pytest.fixture(params=["native", "bindings"], autouse=True)
+def api(request, monkeypatch):
+    """Run each test with the driver calls made through one implementation."""
+    if request.param == "native":
+        native = rt_driver.native_module()
+        assert native is not None, "the _cudriver extension was not built"
+        native.open(rt_driver.LIBCUDA)
+        impl = native
+    else:
+        impl = BindingsDriver()
+    assert check(impl.init(0)) is None
+    monkeypatch.setattr(rt_driver, "_driver", impl)
+    return impl
+
+
 @pytest.fixture(scope="module")
 def cubin(device):
     from cuda.core import Program, ProgramOptions
@@ -55,7 +74,8 @@ class Mem:
     """A raw device allocation with host copies, and a CAI view."""
 
     def __init__(self, nbytes):
-        self.drv = driver()
+        from cuda.bindings import driver as drv
+        self.drv = drv
         self.ptr = int(check(self.drv.cuMemAlloc(nbytes)))
         self.nbytes = nbytes
 
@@ -129,6 +149,7 @@ def test_streams_and_launch_overhead(device, cubin):
     assert h == int(s.handle) and h != 0
     n = 1024
     mx, mo = Mem(4 * n), Mem(4 * n)
+    mx.upload(np.arange(n, dtype=np.float32))
     k = LoadedKernel(cubin, "axpb", 128, 0, "@QQiqH?", 1, "axpb", device)
     values = (mo.ptr, mx.ptr, n, 0, scalar_bits(dt.float16, 1.0), False)
     for _ in range(100):
@@ -140,7 +161,9 @@ def test_streams_and_launch_overhead(device, cubin):
         k.launch(stream_handle(s), (8, 1, 1), values)
     t1 = time.perf_counter()
     s.sync()
-    print(f"\nLoadedKernel.launch host overhead: {(t1 - t0) / reps * 1e6:.2f} us/launch")
+    print(f"\nLoadedKernel.launch host overhead ({type(k.launcher).__name__}): "
+          f"{(t1 - t0) / reps * 1e6:.2f} us/launch")
+    np.testing.assert_array_equal(mo.download(np.float32, n), mx.download(np.float32, n))
 
 
 def test_torch_and_cupy_arrays(device):

@@ -1,5 +1,7 @@
-"""LoadedKernel against a recording stand-in for cuda.bindings.driver: load
-steps, parameters as the driver reads them, cluster launches, error texts."""
+"""LoadedKernel over the cuda.bindings driver API, against a recording
+stand-in for cuda.bindings.driver: load steps, parameters as the driver reads
+them, context switches, cluster launches, error texts. (The C launcher's
+packing is checked in test_native.py, its launches on the GPU.)"""
 import ctypes
 from types import SimpleNamespace
 
@@ -9,6 +11,7 @@ from cuda.bindings import driver as real
 from tilecore.errors import TileLaunchError
 from tilecore.language import dtypes as dt
 from tilecore.runtime import launch as launch_mod
+from tilecore.runtime.bindings_driver import BindingsDriver
 from tilecore.runtime.launch import LoadedKernel, launch_error
 from tilecore.runtime.params import scalar_bits
 
@@ -28,6 +31,15 @@ class FakeDriver(SimpleNamespace):
                          CUlaunchConfig=real.CUlaunchConfig)
         self.fmt, self.calls = fmt, []
         self.launch_result, self.load_result = launch_result, load_result
+        self.current = 0  # the current context
+
+    def cuCtxGetCurrent(self):
+        return (OK, self.current)
+
+    def cuCtxSetCurrent(self, ctx):
+        self.calls.append(("set_current", ctx))
+        self.current = ctx
+        return (OK,)
 
     def _read_params(self, address):
         codes = self.fmt[1:]
@@ -36,11 +48,11 @@ class FakeDriver(SimpleNamespace):
 
     def cuModuleLoadData(self, image):
         self.calls.append(("load", image))
-        return (self.load_result, "module")
+        return (self.load_result, 0x30D)
 
     def cuModuleGetFunction(self, module, entry):
         self.calls.append(("function", module, entry))
-        return (OK, "function")
+        return (OK, 0xF00)
 
     def cuFuncSetAttribute(self, f, attr, value):
         self.calls.append(("attr", f, attr, value))
@@ -59,15 +71,21 @@ class FakeDriver(SimpleNamespace):
         return (self.launch_result,)
 
 
+CTX = 0xC0
+FN = 0xF00
+
+
 def fake_device():
-    dev = SimpleNamespace(name="FakeGPU", arch="sm_90", max_shared_optin=227 * 1024, current=0)
+    dev = SimpleNamespace(name="FakeGPU", arch="sm_90", max_shared_optin=227 * 1024, current=0,
+                          context=CTX)
     dev.make_current = lambda: setattr(dev, "current", dev.current + 1)
     return dev
 
 
 def make(monkeypatch, fmt="@QiqHf", smem=0, cluster=1, **kw):
     drv = FakeDriver(fmt, **kw)
-    monkeypatch.setattr(launch_mod, "driver", lambda: drv)
+    api = BindingsDriver(drv)
+    monkeypatch.setattr(launch_mod, "driver", lambda: api)
     dev = fake_device()
     k = LoadedKernel(b"CUBIN", "tile_add", 128, smem, fmt, cluster, "add", dev)
     return k, drv, dev
@@ -75,23 +93,28 @@ def make(monkeypatch, fmt="@QiqHf", smem=0, cluster=1, **kw):
 
 def test_load_and_launch(monkeypatch):
     k, drv, dev = make(monkeypatch)
-    assert drv.calls == [("load", b"CUBIN"), ("function", "module", b"tile_add")]
+    assert drv.calls == [("load", b"CUBIN"), ("function", 0x30D, b"tile_add")]
     half = scalar_bits(dt.float16, -0.5)
     k.launch(0x1234, (10, 2, 1), (0xDEAD_BEEF_0000, -7, 2 ** 40, half, 0.25))
     k.launch(0, (1, 1, 1), (0x10, 1, 2, 0, 1.0))
+    drv.current = 0x77  # another context became current: switch back before launching
+    k.launch(0, (1, 1, 1), (0x10, 1, 2, 0, 1.0))
     assert drv.calls[2:] == [
-        ("launch", "function", (10, 2, 1), (128, 1, 1), 0, 0x1234,
+        ("set_current", CTX),
+        ("launch", FN, (10, 2, 1), (128, 1, 1), 0, 0x1234,
          (0xDEAD_BEEF_0000, -7, 2 ** 40, 0xB800, 0.25), 0),
-        ("launch", "function", (1, 1, 1), (128, 1, 1), 0, 0, (0x10, 1, 2, 0, 1.0), 0),
+        ("launch", FN, (1, 1, 1), (128, 1, 1), 0, 0, (0x10, 1, 2, 0, 1.0), 0),
+        ("set_current", CTX),
+        ("launch", FN, (1, 1, 1), (128, 1, 1), 0, 0, (0x10, 1, 2, 0, 1.0), 0),
     ]
-    assert dev.current == 3  # once at load, once per launch
+    assert dev.current == 1  # at load
 
 
 def test_large_shared_memory_opts_in(monkeypatch):
     _, drv, _ = make(monkeypatch, smem=48 * 1024)
     assert [c[0] for c in drv.calls] == ["load", "function"]
     _, drv, _ = make(monkeypatch, smem=100 * 1024)
-    assert drv.calls[-1] == ("attr", "function",
+    assert drv.calls[-1] == ("attr", FN,
                              real.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                              100 * 1024)
 
@@ -106,8 +129,10 @@ def test_too_much_shared_memory(monkeypatch):
 def test_cluster_launch(monkeypatch):
     k, drv, _ = make(monkeypatch, fmt="@Qi", smem=64, cluster=2)
     k.launch(0x99, (8, 1, 1), (0x1000, 5))
-    assert drv.calls[-1] == ("launch_ex", "function", (8, 1, 1), (128, 1, 1), 64, 0x99, 2,
+    assert drv.calls[-1] == ("launch_ex", FN, (8, 1, 1), (128, 1, 1), 64, 0x99, 2,
                              (0x1000, 5))
+    k.launch(0x99, (7, 1, 1), (0x1000, 5))  # 2 does not divide 7: no cluster
+    assert drv.calls[-1] == ("launch", FN, (7, 1, 1), (128, 1, 1), 64, 0x99, (0x1000, 5), 0)
 
 
 def test_launch_error_names_the_kernel(monkeypatch):

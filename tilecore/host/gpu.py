@@ -135,7 +135,9 @@ def launch_gpu(stream: Any, grid: tuple[int, int, int], kernel: Kernel,
     if fast is not None:
         values = fast[0](args)
         if values is not None and values == state["last_values"]:
-            fast[1].loaded.launch(stream_handle(stream), grid, values)
+            err = fast[2](stream_handle(stream), grid[0], grid[1], grid[2], values)
+            if err:
+                fast[1].loaded.fail(err, grid)
             return
     key, flat, arrays = _scan(kernel, args)
     flat_t = tuple(flat)
@@ -161,6 +163,7 @@ def launch_gpu(stream: Any, grid: tuple[int, int, int], kernel: Kernel,
         stub_key = (ordinal, key, tuple(map(type, args)))  # stubs read per-library attributes
         if stub_key not in stubs:
             stub = make_stub(key, args, ordinal, False)
-            stubs[stub_key] = (stub, plan) if stub is not None else None
+            stubs[stub_key] = (stub, plan, plan.loaded.launcher.launch) \
+                if stub is not None else None
         state["stub"] = stubs[stub_key]
     plan.loaded.launch(stream_handle(stream), grid, flat_t)

@@ -141,9 +141,7 @@ def _extract_cupy(obj, name: str) -> DeviceArray:
 def _pointer_device(ptr: int) -> int:
     """Ordinal of the device that owns a device pointer (asks the driver)."""
     from .driver import check, driver
-    drv = driver()
-    attr = drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
-    return int(check(drv.cuPointerGetAttribute(attr, ptr)))
+    return check(driver().pointer_device(ptr))
 
 
 def _extract_cai(obj, name: str) -> DeviceArray:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
 
+from . import driver as cu
 from .driver import check, driver
 
 __all__ = ["Device", "get_device", "device_count", "current_device_ordinal"]
@@ -27,8 +27,8 @@ class Device:
     compute_capability: tuple[int, int]
     sm_count: int
     max_shared_optin: int
-    handle: Any = field(repr=False, compare=False)    # CUdevice
-    context: Any = field(repr=False, compare=False)   # retained primary CUcontext
+    handle: int = field(repr=False, compare=False)    # CUdevice
+    context: int = field(repr=False, compare=False)   # retained primary CUcontext
 
     @property
     def arch(self) -> str:
@@ -38,10 +38,10 @@ class Device:
     def make_current(self) -> None:
         """Make this device's primary context current on the calling thread,
         with one cheap query when it already is."""
-        drv = driver()
-        err, ctx = drv.cuCtxGetCurrent()
-        if err or int(ctx) != int(self.context):
-            check(drv.cuCtxSetCurrent(self.context))
+        api = driver()
+        err, ctx = api.current_context()
+        if err or ctx != self.context:
+            check(api.set_current_context(self.context))
 
 
 _devices: dict[int, Device] = {}
@@ -50,31 +50,29 @@ _lock = threading.Lock()
 
 def device_count() -> int:
     """Number of CUDA devices the driver reports."""
-    return check(driver().cuDeviceGetCount())
+    return check(driver().device_count())
 
 
 def _open(ordinal: int) -> Device:
-    drv = driver()
+    api = driver()
     count = device_count()
     if not 0 <= ordinal < count:
         raise ValueError(f"Invalid device ordinal {ordinal}: this machine has {count} "
                          f"CUDA device(s)")
-    dev = check(drv.cuDeviceGet(ordinal))
-    attr = drv.CUdevice_attribute
+    dev = check(api.device_get(ordinal))
 
-    def get(a) -> int:
-        return int(check(drv.cuDeviceGetAttribute(a, dev)))
+    def get(attr: int) -> int:
+        return int(check(api.device_attribute(attr, dev)))
 
-    raw_name = check(drv.cuDeviceGetName(256, dev))
-    name = raw_name.split(b"\0", 1)[0].decode(errors="replace")
-    ctx = check(drv.cuDevicePrimaryCtxRetain(dev))
+    name = check(api.device_name(dev))
+    ctx = check(api.primary_context(dev))
     return Device(
         ordinal=ordinal,
         name=name,
-        compute_capability=(get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
-                            get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)),
-        sm_count=get(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
-        max_shared_optin=get(attr.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+        compute_capability=(get(cu.DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+                            get(cu.DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)),
+        sm_count=get(cu.DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+        max_shared_optin=get(cu.DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
         handle=dev,
         context=ctx,
     )
@@ -95,8 +93,7 @@ def get_device(ordinal: int) -> Device:
 def current_device_ordinal() -> int:
     """Ordinal of the device of the calling thread's current context, 0 when
     no context is current (the CUDA runtime's default device)."""
-    drv = driver()
-    ctx = check(drv.cuCtxGetCurrent())
-    if int(ctx) == 0:
+    api = driver()
+    if check(api.current_context()) == 0:
         return 0
-    return int(check(drv.cuCtxGetDevice()))
+    return check(api.context_device())

@@ -1,19 +1,42 @@
-"""Lazy access to the CUDA driver API (cuda.bindings.driver).
+"""Lazy access to the CUDA driver, through one small API with two
+implementations.
+
+The API is the handful of driver calls tilecore makes (`DriverAPI` below).
+It is served by the C extension `tilecore.runtime._cudriver` when it was
+built (it loads libcuda itself: no cuda.bindings import on the warm-start
+path, and about half the host time per launch), else by cuda.bindings
+(`bindings_driver.BindingsDriver`). TILECORE_NATIVE=0 forces cuda.bindings.
+Both return the tuples cuda.bindings returns ((CUresult, values...)), with
+plain ints for handles, so `check()` unwraps either.
 
 Nothing here runs at import time: `import tilecore` must work on machines
 without an NVIDIA driver, where the interpreter and `tilecore.compile` are
 still useful. The first call to `driver()` loads libcuda and runs cuInit(0)
 once; failures become `NoDeviceError` with a message that says what still
-works. `check()` turns the (CUresult, *values) tuples that cuda.bindings
-returns into values or `CudaError`.
+works.
 """
 from __future__ import annotations
 
 import threading
-from types import ModuleType
-from typing import Any, Optional
+from typing import Any, Optional, Protocol
 
-__all__ = ["NoDeviceError", "CudaError", "driver", "check", "has_gpu", "error_name"]
+from .. import config
+
+__all__ = ["NoDeviceError", "CudaError", "DriverAPI", "driver", "check", "has_gpu",
+           "error_name", "native_module",
+           "DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT", "DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR",
+           "DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR",
+           "DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
+           "FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES"]
+
+# Enumerator values from cuda.h (stable across CUDA versions).
+DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
+DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
+DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
+DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
+FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+
+LIBCUDA = "libcuda.so.1"
 
 
 class NoDeviceError(RuntimeError):
@@ -39,31 +62,78 @@ class CudaError(RuntimeError):
         return (type(self), (self.code, self.name, self.description))
 
 
+class DriverAPI(Protocol):
+    """The driver calls tilecore makes. Each returns (CUresult, values...);
+    handles (contexts, modules, functions) are ints."""
+
+    def init(self, flags: int) -> tuple: ...
+    def device_count(self) -> tuple: ...
+    def device_get(self, ordinal: int) -> tuple: ...
+    def device_attribute(self, attr: int, device: int) -> tuple: ...
+    def device_name(self, device: int) -> tuple: ...
+    def primary_context(self, device: int) -> tuple: ...
+    def current_context(self) -> tuple: ...
+    def set_current_context(self, context: int) -> tuple: ...
+    def context_device(self) -> tuple: ...
+    def pointer_device(self, ptr: int) -> tuple: ...
+    def module_load(self, image: bytes) -> tuple: ...
+    def module_function(self, module: int, name: bytes) -> tuple: ...
+    def set_function_attribute(self, function: int, attr: int, value: int) -> tuple: ...
+    def error_string(self, code: int) -> tuple: ...
+
+    def Launcher(self, context: int, function: int, block_threads: int, smem_bytes: int,  # noqa: N802
+                 cluster_size: int, codes: str, offsets: tuple, size: int) -> Any:
+        """An object whose `launch(stream, gx, gy, gz, values) -> CUresult` packs
+        `values` with the struct `codes` at `offsets`, makes `context` current
+        and launches; `pack(values) -> bytes` returns the packed block."""
+
+
 _NO_DEVICE_HINT = ("The NumPy interpreter (NumPy arrays as arguments, or TILECORE_INTERPRET=1) "
                    "and tilecore.compile still work without a GPU.")
 
 _lock = threading.Lock()
-_driver: Optional[ModuleType] = None      # cuda.bindings.driver after a successful cuInit
+_driver: Optional[DriverAPI] = None       # the API after a successful cuInit
 _failure: Optional[str] = None            # why the driver could not be initialized
 _has_gpu: Optional[bool] = None
 
 
-def _init() -> ModuleType:
-    from cuda.bindings import driver as drv
+def native_module() -> Optional[Any]:
+    """The C extension `_cudriver`, or None when it was not built or
+    TILECORE_NATIVE=0 turns it off."""
+    if not config.native():
+        return None
     try:
-        result = drv.cuInit(0)
-    except RuntimeError as e:  # cuda.pathfinder's DynamicLibNotFoundError when libcuda is absent
+        from . import _cudriver
+    except ImportError:
+        return None
+    return _cudriver
+
+
+def _open() -> DriverAPI:
+    native = native_module()
+    if native is not None:
+        native.open(LIBCUDA)  # OSError when the library is absent
+        return native
+    from .bindings_driver import BindingsDriver
+    return BindingsDriver()
+
+
+def _init() -> DriverAPI:
+    try:
+        api = _open()
+        err = api.init(0)[0]
+    except (OSError, RuntimeError) as e:
+        # dlopen's error, or cuda.pathfinder's DynamicLibNotFoundError (a RuntimeError)
         raise NoDeviceError(f"No NVIDIA driver was found ({e}). {_NO_DEVICE_HINT}") from None
-    err = result[0]
-    if err != drv.CUresult.CUDA_SUCCESS:
+    if err:
         raise NoDeviceError(f"The NVIDIA driver could not be initialized "
                             f"(cuInit failed with {error_name(err)}); no usable GPU was found. "
                             f"{_NO_DEVICE_HINT}")
-    return drv
+    return api
 
 
-def driver() -> ModuleType:
-    """The cuda.bindings.driver module, after a one-time cuInit(0).
+def driver() -> DriverAPI:
+    """The driver API, after a one-time cuInit(0).
 
     Raises NoDeviceError (every time, without retrying) when there is no
     driver or cuInit fails."""
@@ -87,15 +157,15 @@ def has_gpu() -> bool:
     global _has_gpu
     if _has_gpu is None:
         try:
-            _has_gpu = check(driver().cuDeviceGetCount()) > 0
+            _has_gpu = check(driver().device_count()) > 0
         except (NoDeviceError, CudaError):
             _has_gpu = False
     return _has_gpu
 
 
 def error_name(code: Any) -> str:
-    """Symbolic name of a CUresult ("CUDA_ERROR_OUT_OF_MEMORY"), from the enum
-    so it works even without a loaded driver."""
+    """Symbolic name of a CUresult ("CUDA_ERROR_OUT_OF_MEMORY"), from
+    cuda.bindings' enum so it works even without a loaded driver."""
     from cuda.bindings import driver as drv
     try:
         return drv.CUresult(int(code)).name
@@ -106,14 +176,12 @@ def error_name(code: Any) -> str:
 def _error_string(code: Any) -> str:
     if _driver is None:
         return ""
-    err, text = _driver.cuGetErrorString(code)
-    if err != _driver.CUresult.CUDA_SUCCESS or text is None:
-        return ""
-    return text.decode() if isinstance(text, bytes) else str(text)
+    err, text = _driver.error_string(int(code))
+    return "" if err or not text else str(text)
 
 
 def check(result: tuple) -> Any:
-    """Unwrap the tuple a cuda.bindings call returns.
+    """Unwrap the tuple a driver call returns.
 
     (CUDA_SUCCESS,) -> None; (CUDA_SUCCESS, v) -> v; (CUDA_SUCCESS, a, b) ->
     (a, b). An error code raises CudaError with its name and description."""

@@ -1,24 +1,23 @@
-"""The lean launch path: a cubin loaded on one device, launched with
-pre-built parameter storage.
+"""The lean launch path: a cubin loaded on one device, launched through a
+pre-built launcher.
 
-Per launch `LoadedKernel.launch` does only: make the device's primary
-context current (one cheap query when it already is), pack the values into
-the persistent `ParamBuffer`, and one cuLaunchKernel (cuLaunchKernelEx for
-thread-block clusters) whose kernelParams is the address of a pre-built
-`void*[]`. (The driver is called through cuda.bindings: on the H100
-machine a ctypes call of cuLaunchKernel measured slower, 7.7 us against
-5.8 us.) Driver errors become `TileLaunchError` naming the kernel and
-saying what usually causes them.
+Per launch `LoadedKernel.launch` makes one call into the driver API's
+`Launcher` (C when the `_cudriver` extension is built: it packs the values
+on the stack, makes the device's primary context current when it is not,
+and calls cuLaunchKernel, or cuLaunchKernelEx for thread-block clusters,
+with the GIL released). Driver errors become `TileLaunchError` naming the
+kernel and saying what usually causes them.
 """
 from __future__ import annotations
 
-import threading
+import struct
 from typing import Any
 
 from ..errors import TileLaunchError
 from .device import Device
-from .driver import CudaError, check, driver, error_name
-from .params import ParamBuffer
+from .driver import FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, CudaError, check, driver, \
+    error_name
+from .params import param_offsets
 
 __all__ = ["LoadedKernel", "launch_error", "DEFAULT_SMEM_LIMIT"]
 
@@ -71,62 +70,40 @@ class LoadedKernel:
         self.block_threads = block_threads
         self.smem_bytes = smem_bytes
         self.cluster_size = cluster_size
-        self.params = ParamBuffer(param_format)
-        self._lock = threading.Lock()  # the buffer is shared by all launches
-        self._drv = drv = driver()
+        self.param_format = param_format
         if smem_bytes > device.max_shared_optin:
             raise TileLaunchError(
                 f'Kernel "{name}" needs {smem_bytes} bytes of shared memory per block, more '
                 f"than the {device.max_shared_optin} bytes {device.name} ({device.arch}) offers")
+        offsets = param_offsets(param_format)  # validates the format
+        api = driver()
         device.make_current()
         try:
-            self._module = check(drv.cuModuleLoadData(cubin))
-            self._function = check(drv.cuModuleGetFunction(self._module, entry.encode()))
+            module = check(api.module_load(cubin))
+            function = check(api.module_function(module, entry.encode()))
             if smem_bytes > DEFAULT_SMEM_LIMIT:
-                check(drv.cuFuncSetAttribute(
-                    self._function,
-                    drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    smem_bytes))
+                check(api.set_function_attribute(
+                    function, FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_bytes))
         except CudaError as e:
             raise launch_error(name, e.code, "Loading",
                                f"entry {entry!r} on {device.name}, {device.arch}") from None
-        self._config = self._cluster_config() if cluster_size > 1 else None
-
-    def _cluster_config(self) -> Any:
-        drv = self._drv
-        attr = drv.CUlaunchAttribute()
-        attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-        attr.value.clusterDim.x = self.cluster_size
-        attr.value.clusterDim.y = 1
-        attr.value.clusterDim.z = 1
-        config = drv.CUlaunchConfig()
-        config.blockDimX, config.blockDimY, config.blockDimZ = self.block_threads, 1, 1
-        config.sharedMemBytes = self.smem_bytes
-        config.attrs = [attr]
-        config.numAttrs = 1
-        return config
+        self.module, self.function = module, function
+        self.launcher = api.Launcher(device.context, function, block_threads, smem_bytes,
+                                     max(cluster_size, 1), param_format[1:], offsets,
+                                     struct.calcsize(param_format))
+        self._launch = self.launcher.launch
 
     def launch(self, stream_handle: int, grid: tuple[int, int, int], values: tuple) -> None:
         """Launch on the stream with raw handle `stream_handle` over `grid`
         blocks, with `values` (one per parameter, already converted: ints
         for pointers, `scalar_bits` for 16-bit floats)."""
-        self.device.make_current()
-        gx, gy, gz = grid
-        with self._lock:
-            self.params.pack(values)
-            # A cluster size is a hint: a grid it does not divide runs without clusters.
-            if self._config is None or gx % self.cluster_size:
-                err = self._drv.cuLaunchKernel(
-                    self._function, gx, gy, gz, self.block_threads, 1, 1, self.smem_bytes,
-                    stream_handle, self.params.kernel_params, 0)[0]
-            else:
-                config = self._config
-                config.gridDimX, config.gridDimY, config.gridDimZ = gx, gy, gz
-                config.hStream = stream_handle
-                err = self._drv.cuLaunchKernelEx(config, self._function,
-                                                 self.params.kernel_params, 0)[0]
+        err = self._launch(stream_handle, grid[0], grid[1], grid[2], values)
         if err:
-            raise launch_error(self.name, err, detail=self._describe(grid))
+            self.fail(err, grid)
+
+    def fail(self, err: int, grid: tuple[int, int, int]) -> None:
+        """Raise the TileLaunchError for launch result `err` over `grid`."""
+        raise launch_error(self.name, err, detail=self._describe(grid))
 
     def _describe(self, grid: tuple[int, int, int]) -> str:
         text = (f"grid {tuple(grid)}, block {self.block_threads} threads, "

@@ -1,0 +1,146 @@
+"""The driver API of `runtime.driver` served by cuda.bindings: the fallback
+when the C extension `_cudriver` was not built (or TILECORE_NATIVE=0).
+
+Handles cross this boundary as ints in both directions (cuda.bindings
+accepts ints for its handle types), so devices, contexts and functions from
+either implementation are interchangeable.
+"""
+from __future__ import annotations
+
+import threading
+from types import ModuleType
+from typing import Any, Optional
+
+from .params import ParamBuffer
+
+__all__ = ["BindingsDriver", "BindingsLauncher"]
+
+_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9
+_CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
+
+
+def _ints(result: tuple) -> tuple:
+    """(err, handle...) with the handles as ints (None on error)."""
+    if result[0]:
+        return (result[0],) + (None,) * (len(result) - 1)
+    return (result[0],) + tuple(int(v) for v in result[1:])
+
+
+class BindingsDriver:
+    """`runtime.driver.DriverAPI` on top of cuda.bindings.driver (or any
+    module with its functions, for tests)."""
+
+    def __init__(self, module: Optional[ModuleType] = None):
+        if module is None:
+            from cuda.bindings import driver as module
+        self.drv = module
+
+    def init(self, flags: int) -> tuple:
+        return self.drv.cuInit(flags)
+
+    def device_count(self) -> tuple:
+        return self.drv.cuDeviceGetCount()
+
+    def device_get(self, ordinal: int) -> tuple:
+        return _ints(self.drv.cuDeviceGet(ordinal))
+
+    def device_attribute(self, attr: int, device: int) -> tuple:
+        return self.drv.cuDeviceGetAttribute(self.drv.CUdevice_attribute(attr), device)
+
+    def device_name(self, device: int) -> tuple:
+        err, raw = self.drv.cuDeviceGetName(256, device)
+        return (err, "" if err else raw.split(b"\0", 1)[0].decode(errors="replace"))
+
+    def primary_context(self, device: int) -> tuple:
+        return _ints(self.drv.cuDevicePrimaryCtxRetain(device))
+
+    def current_context(self) -> tuple:
+        return _ints(self.drv.cuCtxGetCurrent())
+
+    def set_current_context(self, context: int) -> tuple:
+        return self.drv.cuCtxSetCurrent(context)
+
+    def context_device(self) -> tuple:
+        return _ints(self.drv.cuCtxGetDevice())
+
+    def pointer_device(self, ptr: int) -> tuple:
+        attr = self.drv.CUpointer_attribute(_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
+        return _ints(self.drv.cuPointerGetAttribute(attr, ptr))
+
+    def module_load(self, image: bytes) -> tuple:
+        return _ints(self.drv.cuModuleLoadData(image))
+
+    def module_function(self, module: int, name: bytes) -> tuple:
+        return _ints(self.drv.cuModuleGetFunction(module, name))
+
+    def set_function_attribute(self, function: int, attr: int, value: int) -> tuple:
+        return self.drv.cuFuncSetAttribute(function, self.drv.CUfunction_attribute(attr), value)
+
+    def error_string(self, code: int) -> tuple:
+        err, text = self.drv.cuGetErrorString(self.drv.CUresult(code))
+        if err or text is None:
+            return (err or 1, "")
+        return (0, text.decode() if isinstance(text, bytes) else str(text))
+
+    def Launcher(self, context: int, function: int, block_threads: int,  # noqa: N802
+                 smem_bytes: int, cluster_size: int, codes: str, offsets: tuple,
+                 size: int) -> "BindingsLauncher":
+        return BindingsLauncher(self.drv, context, function, block_threads, smem_bytes,
+                                cluster_size, codes)
+
+
+class BindingsLauncher:
+    """One kernel's launch configuration and persistent parameter storage;
+    the same interface as `_cudriver.Launcher`."""
+
+    def __init__(self, drv: ModuleType, context: int, function: int, block_threads: int,
+                 smem_bytes: int, cluster_size: int, codes: str):
+        self.drv = drv
+        self.context = context
+        self.function = function
+        self.block_threads = block_threads
+        self.smem_bytes = smem_bytes
+        self.cluster_size = cluster_size
+        self.params = ParamBuffer("@" + codes)
+        self._lock = threading.Lock()  # the buffer is shared by all launches
+        self._config = self._cluster_config() if cluster_size > 1 else None
+
+    def _cluster_config(self) -> Any:
+        drv = self.drv
+        attr = drv.CUlaunchAttribute()
+        attr.id = drv.CUlaunchAttributeID(_CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+        attr.value.clusterDim.x = self.cluster_size
+        attr.value.clusterDim.y = 1
+        attr.value.clusterDim.z = 1
+        config = drv.CUlaunchConfig()
+        config.blockDimX, config.blockDimY, config.blockDimZ = self.block_threads, 1, 1
+        config.sharedMemBytes = self.smem_bytes
+        config.attrs = [attr]
+        config.numAttrs = 1
+        return config
+
+    def pack(self, values: tuple) -> bytes:
+        """The parameter block for `values`, as the kernel reads it."""
+        with self._lock:
+            self.params.pack(values)
+            return self.params.raw()
+
+    def launch(self, stream: int, gx: int, gy: int, gz: int, values: tuple) -> int:
+        """Make the context current, pack `values` and launch; the CUresult."""
+        drv = self.drv
+        err, ctx = drv.cuCtxGetCurrent()
+        if err or int(ctx) != self.context:
+            err = drv.cuCtxSetCurrent(self.context)[0]
+            if err:
+                return err
+        with self._lock:
+            self.params.pack(values)
+            # A cluster size is a hint: a grid it does not divide runs without clusters.
+            if self._config is None or gx % self.cluster_size:
+                return drv.cuLaunchKernel(self.function, gx, gy, gz, self.block_threads, 1, 1,
+                                          self.smem_bytes, stream, self.params.kernel_params,
+                                          0)[0]
+            config = self._config
+            config.gridDimX, config.gridDimY, config.gridDimZ = gx, gy, gz
+            config.hStream = stream
+            return drv.cuLaunchKernelEx(config, self.function, self.params.kernel_params, 0)[0]
