@@ -76,20 +76,23 @@ def breakdown(a, b, c, raw, stream, sync) -> dict:
     native = loaded.launcher.launch
     noop = lambda: None  # noqa: E731
     cupy_args = (cp.asarray(a), cp.asarray(b), cp.asarray(c), N)
-    ct.launch(raw, (1,), small_add, cupy_args)
-    ct.launch(raw, (1,), small_add, cupy_args)
-    stub = small_add.backend_cache.get("stub")
-    print("stub after CuPy launches:", stub is not None and stub[0](cupy_args) is not None,
-          "| values equal last:", stub is not None and
-          stub[0](cupy_args) == small_add.backend_cache.get("last_values"))
+    ct.launch(raw, (1,), small_add, cupy_args)  # validates these arrays
     ct.launch(raw, (1,), small_add, args)
-    ct.launch(raw, (1,), small_add, args)
-    torch_stub = small_add.backend_cache.get("stub")
+    from tilecore.host.fastpath import make_fast_launch
+    validated = small_add.backend_cache["validated"]
+    cupy_key = gpu._scan(small_add, cupy_args)[0]
+
+    def python_only(key, example):
+        """The fast launcher with a launch that does nothing: its Python work alone."""
+        return make_fast_launch(key, example, 0, validated, lambda *v: 0, None)
+
+    fast_torch, fast_cupy = python_only(key, args), python_only(cupy_key, cupy_args)
+    assert fast_torch(raw, (1,), args) and fast_cupy(raw, (1,), cupy_args)
     return {
-        "stage: generated stub (CuPy args)": host_us(
-            (lambda: stub[0](cupy_args)) if stub else noop, noop),
-        "stage: generated stub (torch args)": host_us(
-            (lambda: torch_stub[0](args)) if torch_stub else noop, noop),
+        "stage: fast launcher without the launch (torch args)": host_us(
+            lambda: fast_torch(raw, (1,), args), noop),
+        "stage: fast launcher without the launch (CuPy args)": host_us(
+            lambda: fast_cupy(raw, (1,), cupy_args), noop),
         "stage: 3x array_fields(torch)": host_us(
             lambda: (array_fields(a, "a"), array_fields(b, "b"), array_fields(c, "c")), noop),
         "stage: _scan (args -> key, values)": host_us(lambda: gpu._scan(small_add, args), noop),

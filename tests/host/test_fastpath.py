@@ -1,14 +1,15 @@
-"""The generated launch stubs: they return the flat parameter values while
-every fact of the specialization still holds, and None as soon as one does
-not (so the launch falls back to the general path)."""
+"""The generated fast launchers: they launch with the flat parameter values
+while every fact of the specialization still holds, and return False as soon
+as one does not (so the launch falls back to the general path)."""
 import numpy as np
+import pytest
 
-from tilecore.host.fastpath import make_stub
+from tilecore.host.fastpath import make_fast_launch
 from tilecore.language import dtypes as D
 
 
 class FakeTensor:
-    """Just the attributes of a torch.Tensor that the stubs read."""
+    """Just the attributes of a torch.Tensor that the fast launchers read."""
 
     def __init__(self, ptr, shape, strides, dtype="float32", device=0):
         self.ptr, self.shape, self.strides_, self.dtype, self.device = \
@@ -26,37 +27,97 @@ class FakeTensor:
 
 FakeTensor.__module__ = "torch.fake"
 
-KEY = ((D.float32, 2, True, True), D.int32, D.float32, ("c", int, 64))
+KEY = ((D.float32, 2, True, True, True), D.int32, D.float32, ("c", int, 64))
 
 
-def _stub():
+class Recorder:
+    def __init__(self, result=0):
+        self.calls, self.result, self.failed = [], result, []
+
+    def launch(self, stream, gx, gy, gz, values):
+        self.calls.append((stream, (gx, gy, gz), values))
+        return self.result
+
+    def fail(self, err, grid):
+        self.failed.append((err, grid))
+        raise RuntimeError(f"launch failed: {err}")
+
+
+def _fast(validated=None, result=0):
+    rec = Recorder(result)
     t = FakeTensor(0x1000, (4, 8), (8, 1))
-    return make_stub(KEY, (t, 3, 1.5, 64), device=0, bits=False)
+    if validated is None:
+        validated = {(0x2000, 4, 8, 8, 1, 7, 2.5): 0, (0x2000, 4, 8, 8, 1, 1, 1.0): 0}
+    return make_fast_launch(KEY, (t, 3, 1.5, 64), 0, validated, rec.launch, rec.fail), rec
 
 
-def test_stub_reads_the_flat_values():
-    stub = _stub()
+def test_launches_with_the_flat_values():
+    fast, rec = _fast()
     t = FakeTensor(0x2000, (4, 8), (8, 1))
-    assert stub((t, 7, 2.5, 64)) == (0x2000, 4, 8, 8, 1, 7, 2.5)
+    assert fast(None, (5,), (t, 7, 2.5, 64)) is True
+    assert fast(0x77, (2, 3), (t, 7, 2.5, 64)) is True
+    assert rec.calls == [(0, (5, 1, 1), (0x2000, 4, 8, 8, 1, 7, 2.5)),
+                         (0x77, (2, 3, 1), (0x2000, 4, 8, 8, 1, 7, 2.5))]
 
 
-def test_stub_guards_every_fact():
-    stub = _stub()
+def test_only_validated_arrays_take_the_fast_path():
+    fast, rec = _fast()
+    t = FakeTensor(0x3000, (4, 8), (8, 1))  # device and overlap not checked yet
+    assert fast(None, (1,), (t, 7, 2.5, 64)) is False
+    assert rec.calls == []
+
+
+def test_guards_every_fact():
+    fast, rec = _fast()
     ok = FakeTensor(0x2000, (4, 8), (8, 1))
-    assert stub((ok, 1, 1.0, 64)) is not None
-    assert stub((FakeTensor(0x2008, (4, 8), (8, 1)), 1, 1.0, 64)) is None   # misaligned
-    assert stub((FakeTensor(0x2000, (4, 8), (6, 1)), 1, 1.0, 64)) is None   # row stride 24 B
-    assert stub((FakeTensor(0x2000, (4, 8), (16, 2)), 1, 1.0, 64)) is None  # not unit stride
-    assert stub((FakeTensor(0x2000, (32,), (1,)), 1, 1.0, 64)) is None      # rank
-    assert stub((FakeTensor(0x2000, (4, 8), (8, 1), dtype="float16"), 1, 1.0, 64)) is None
-    assert stub((FakeTensor(0x2000, (4, 8), (8, 1), device=1), 1, 1.0, 64)) is None
-    assert stub((ok, 2**31, 1.0, 64)) is None                               # int64 now
-    assert stub((ok, 1, 1, 64)) is None                                     # int, not float
-    assert stub((ok, 1, 1.0, 32)) is None                                   # other constant
-    assert stub((np.zeros(1), 1, 1.0, 64)) is None                          # other type
+    assert fast(None, (1,), (ok, 1, 1.0, 64))
+    bad = [
+        (FakeTensor(0x2008, (4, 8), (8, 1)), 1, 1.0, 64),   # misaligned
+        (FakeTensor(0x2000, (4, 8), (6, 1)), 1, 1.0, 64),   # row stride 24 B
+        (FakeTensor(0x2000, (4, 8), (16, 2)), 1, 1.0, 64),  # not unit stride
+        (FakeTensor(0x2000, (4, 6), (8, 1)), 1, 1.0, 64),   # last dim 24 B: partial vectors
+        (FakeTensor(0x2000, (32,), (1,)), 1, 1.0, 64),      # rank
+        (FakeTensor(0x2000, (4, 8), (8, 1), dtype="float16"), 1, 1.0, 64),
+        (FakeTensor(0x2000, (4, 8), (8, 1), device=1), 1, 1.0, 64),
+        (ok, 2**31, 1.0, 64),                               # int64 now
+        (ok, 1, 1, 64),                                     # int, not float
+        (ok, 1, 1.0, 32),                                   # other constant
+        (np.zeros(1), 1, 1.0, 64),                          # other type
+        [ok, 1, 1.0, 64],                                   # a list: the general path
+        (ok, 1, 1.0),                                       # too few arguments
+    ]
+    for args in bad:
+        assert fast(None, (1,), args) is False, args
+    assert len(rec.calls) == 1
 
 
-def test_no_stub_for_raw_bit_scalars_or_unknown_array_types():
-    t = FakeTensor(0x1000, (4, 8), (8, 1))
-    assert make_stub(KEY, (t, 3, 1.5, 64), device=0, bits=True) is None
-    assert make_stub(((D.float16,)), (np.float16(1),), device=0, bits=False) is None
+def test_grid_and_stream_errors_match_the_general_path():
+    fast, rec = _fast()
+    ok = FakeTensor(0x2000, (4, 8), (8, 1))
+    with pytest.raises(ValueError, match='Invalid argument "grid"'):
+        fast(None, (0,), (ok, 1, 1.0, 64))
+    with pytest.raises(TypeError, match='Invalid argument "grid"'):
+        fast(None, (1.0,), (ok, 1, 1.0, 64))
+    with pytest.raises(TypeError, match='Invalid argument "stream"'):
+        fast("stream", (1,), (ok, 1, 1.0, 64))
+    assert rec.calls == []
+
+
+def test_launch_errors_are_raised():
+    fast, rec = _fast(result=700)
+    with pytest.raises(RuntimeError, match="launch failed: 700"):
+        fast(None, (4,), (FakeTensor(0x2000, (4, 8), (8, 1)), 1, 1.0, 64))
+    assert rec.failed == [(700, (4, 1, 1))]
+
+
+def test_no_fast_launch_for_raw_bit_scalars_or_unknown_array_types():
+    rec = Recorder()
+    assert make_fast_launch((D.float16,), (np.float16(1),), 0, {}, rec.launch, rec.fail) is None
+    key = ((D.float32, 1, True, True, True),)
+    assert make_fast_launch(key, (np.zeros(4, np.float32),), 0, {}, rec.launch, rec.fail) is None
+
+
+def test_kernel_without_parameters():
+    rec = Recorder()
+    fast = make_fast_launch((), (), 0, {(): 0}, rec.launch, rec.fail)
+    assert fast(None, (3,), ()) is True and rec.calls == [(0, (3, 1, 1), ())]

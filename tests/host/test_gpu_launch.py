@@ -98,3 +98,33 @@ def test_overlapping_device_arrays_are_an_error():
     buf = cp.zeros(16, cp.float32)
     with pytest.raises(ValueError, match='overlap in memory'):
         ct.launch(None, (1,), axpy, (buf[:8], buf[4:12], cp.zeros(8, cp.float32), 1.0, 8))
+
+
+@pytest.mark.parametrize("lib", ["torch", "cupy"])
+def test_fast_path_follows_new_arrays_and_rechecks_overlap(lib):
+    """Repeated launches take the generated fast launcher; new arrays, other
+    shapes and overlapping arguments still get the general path's checks."""
+    mod = pytest.importorskip(lib)
+    rng = np.random.default_rng(4)
+    host = [rng.standard_normal(3000).astype(np.float32) for _ in range(4)]
+    if lib == "torch":
+        dev = [mod.tensor(h, device="cuda") for h in host]
+        to_np = lambda t: t.cpu().numpy()  # noqa: E731
+    else:
+        dev = [mod.asarray(h) for h in host]
+        to_np = mod.asnumpy
+    outs = [mod.empty_like(dev[0]) for _ in range(2)]
+    axpy.backend_cache.clear()
+    for i in range(6):  # ping-pong between two argument sets
+        x, y, out = dev[i % 2], dev[2 + i % 2], outs[i % 2]
+        ct.launch(None, (3,), axpy, (x, y, out, float(i), 1024))
+        np.testing.assert_allclose(to_np(out), _ref(host[i % 2], host[2 + i % 2], i),
+                                   rtol=1e-6, atol=1e-6)
+    assert axpy.backend_cache.get("fast_launch") is not None
+    assert len(axpy.backend_cache["validated"]) == 2
+    half = dev[0][:1502]  # 6008 bytes: partial vectors at the end, another specialization
+    out_half = mod.empty_like(half)
+    ct.launch(None, (2,), axpy, (half, dev[2][:1502], out_half, 1.0, 1024))
+    np.testing.assert_allclose(to_np(out_half), host[0][:1502] + host[2][:1502], rtol=1e-6)
+    with pytest.raises(ValueError, match="overlap"):
+        ct.launch(None, (3,), axpy, (dev[0], dev[2], dev[0], 1.0, 1024))

@@ -109,10 +109,8 @@ def build(kernel: Kernel, kinds: Sequence[ArgKind], arrays: dict[int, ArraySpec]
 def numpy_array_spec(a: np.ndarray) -> ArraySpec:
     """Alignment facts of a NumPy array used as a stand-in for a device array."""
     item = a.itemsize
-    ptr = a.__array_interface__["data"][0]
-    strides = [s // item for s in a.strides]
-    aligned = ptr % 16 == 0 and all((s * item) % 16 == 0 for s in strides[:-1])
-    return ArraySpec(aligned16=aligned, unit_stride=a.ndim == 0 or strides[-1] == 1)
+    return ArraySpec.of(a.__array_interface__["data"][0], a.shape,
+                        tuple(s // item for s in a.strides), item)
 
 
 def compile(kernel: Kernel, args: Sequence[Any], *, arch: str = "sm_90") -> CompiledKernel:
@@ -147,6 +145,4 @@ def compile(kernel: Kernel, args: Sequence[Any], *, arch: str = "sm_90") -> Comp
 
 def device_array_spec(d) -> ArraySpec:
     """Alignment facts of a runtime DeviceArray (checked at every launch)."""
-    item = d.dtype.itemsize
-    aligned = d.ptr % 16 == 0 and all((s * item) % 16 == 0 for s in d.strides[:-1])
-    return ArraySpec(aligned16=aligned, unit_stride=not d.strides or d.strides[-1] == 1)
+    return ArraySpec.of(d.ptr, d.shape, d.strides, d.dtype.itemsize)

@@ -6,8 +6,8 @@ specialization key (plain tuples, no objects) and the flat parameter values,
 then one dict lookup and one driver call. Argument kinds, array specs and the
 device checks that need them are only built when a key is new, or (device and
 overlap checks) when the arrays differ from the previous launch's. Repeated
-launches with the same argument kinds and arrays go through a generated stub
-(`fastpath`) that only re-checks the facts the specialization relies on.
+launches with the same argument kinds and arrays go through a generated fast
+launcher (`fastpath`) that only re-checks the facts the specialization relies on.
 """
 from __future__ import annotations
 
@@ -29,11 +29,12 @@ from ..runtime.params import scalar_bits
 from ..runtime.streams import stream_handle
 from .classify import scalar_kind
 from .compile import build
-from .fastpath import make_stub
+from .fastpath import make_fast_launch
 
 __all__ = ["launch_gpu"]
 
 _NUMBER = (bool, int, float, np.bool_, np.integer, np.floating)
+_MAX_VALIDATED = 256  # argument sets remembered per kernel as device- and overlap-checked
 
 
 @dataclass
@@ -64,11 +65,12 @@ def _scan(kernel: Kernel, args: Sequence[Any]):
         else:
             fields = array_fields(value, name)
             ptr, shape, strides, dtype = fields[0], fields[1], fields[2], fields[3]
+            item = dtype.itemsize
             aligned = not ptr & 15
             if aligned and len(strides) > 1:
-                item = dtype.itemsize
                 aligned = all(not (s * item) & 15 for s in strides[:-1])
-            key.append((dtype, len(strides), aligned, not strides or strides[-1] == 1))
+            key.append((dtype, len(strides), aligned, not strides or strides[-1] == 1,
+                        not shape or not (shape[-1] * item) & 15))
             flat.append(ptr)
             flat.extend(shape)
             flat.extend(strides)
@@ -85,9 +87,9 @@ def _kinds(kernel: Kernel, key: tuple, args: Sequence[Any]):
         elif part[0] == "c":
             kinds.append(ConstArg(value))
         else:
-            dtype, ndim, aligned, unit = part
+            dtype, ndim, aligned, unit, whole = part
             kinds.append(ArrayArg(dtype, ndim))
-            specs[i] = ArraySpec(aligned16=aligned, unit_stride=unit)
+            specs[i] = ArraySpec(aligned16=aligned, unit_stride=unit, whole_vectors=whole)
     return kinds, specs
 
 
@@ -129,23 +131,19 @@ def _make_plan(kernel: Kernel, key: tuple, args: Sequence[Any], ordinal: int) ->
 
 def launch_gpu(stream: Any, grid: tuple[int, int, int], kernel: Kernel,
                args: Sequence[Any]) -> None:
-    """Launch `kernel` on the device holding its array arguments."""
+    """Launch `kernel` on the device holding its array arguments (the general
+    path: `tilecore.launch` first tries the kernel's fast launcher)."""
     state = kernel.backend_cache
-    fast = state.get("stub")
-    if fast is not None:
-        values = fast[0](args)
-        if values is not None and values == state["last_values"]:
-            err = fast[2](stream_handle(stream), grid[0], grid[1], grid[2], values)
-            if err:
-                fast[1].loaded.fail(err, grid)
-            return
     key, flat, arrays = _scan(kernel, args)
     flat_t = tuple(flat)
-    if state.get("last_values") == flat_t:
-        ordinal = state["last_ordinal"]
-    else:
+    # Flat values (pointers, shapes, strides) whose device and overlap checks passed.
+    validated = state.setdefault("validated", {})
+    ordinal = validated.get(flat_t)
+    if ordinal is None:
         ordinal = _device_of(arrays)
-        state["last_values"], state["last_ordinal"] = flat_t, ordinal
+        if len(validated) >= _MAX_VALIDATED:
+            validated.clear()
+        validated[flat_t] = ordinal
     plan = state.get((ordinal, key))
     if plan is None:
         plan = state[(ordinal, key)] = _make_plan(kernel, key, args, ordinal)
@@ -159,11 +157,17 @@ def launch_gpu(stream: Any, grid: tuple[int, int, int], kernel: Kernel,
             flat[pos] = scalar_bits(dtype, flat[pos])
         flat_t = tuple(flat)
     else:
-        stubs = state.setdefault("stubs", {})
-        stub_key = (ordinal, key, tuple(map(type, args)))  # stubs read per-library attributes
-        if stub_key not in stubs:
-            stub = make_stub(key, args, ordinal, False)
-            stubs[stub_key] = (stub, plan, plan.loaded.launcher.launch) \
-                if stub is not None else None
-        state["stub"] = stubs[stub_key]
+        _install_fast_launch(state, ordinal, key, args, plan.loaded, validated)
     plan.loaded.launch(stream_handle(stream), grid, flat_t)
+
+
+def _install_fast_launch(state: dict, ordinal: int, key: tuple, args: Sequence[Any],
+                         loaded: LoadedKernel, validated: dict) -> None:
+    """Make the fast launcher for these argument kinds the kernel's current one
+    (built once per (device, key, argument types): it reads per-library attributes)."""
+    fast = state.setdefault("fast_by_kinds", {})
+    kinds = (ordinal, key, tuple(map(type, args)))
+    if kinds not in fast:
+        fast[kinds] = make_fast_launch(key, args, ordinal, validated, loaded.launcher.launch,
+                                       loaded.fail)
+    state["fast_launch"] = fast[kinds]

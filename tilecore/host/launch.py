@@ -59,7 +59,11 @@ def _route(kernel: Kernel, args: tuple) -> str:
 
 def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /) -> None:
     """Queue `kernel` over `grid` (1 to 3 positive ints) with `kernel_args` on `stream`."""
-    if type(kernel) is not Kernel:
+    if type(kernel) is Kernel:
+        fast = kernel.backend_cache.get("fast_launch")
+        if fast is not None and fast(stream, grid, kernel_args):
+            return
+    else:
         raise TypeError(f'Invalid argument "kernel" of launch(): expected a @tilecore.kernel, '
                         f"got {type(kernel).__name__}")
     grid3 = normalize_grid(grid)

@@ -24,6 +24,7 @@ class ArrayArg:
     dtype: DType
     aligned16: bool
     unit_stride: bool
+    whole_vectors: bool = False
 
     def stride(self, axis: int) -> str:
         if axis == len(self.dims) - 1 and self.unit_stride:

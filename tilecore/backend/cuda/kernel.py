@@ -25,10 +25,21 @@ __all__ = ["ArraySpec", "CodegenOptions", "ParamSlot", "GeneratedKernel", "gener
 class ArraySpec:
     """Launch-checked facts about an array argument (part of the specialization
     key): aligned16 = data pointer 16-byte aligned and every non-last
-    stride * itemsize % 16 == 0; unit_stride = last stride == 1."""
+    stride * itemsize % 16 == 0; unit_stride = last stride == 1;
+    whole_vectors = the last dimension spans a multiple of 16 bytes, so an
+    aligned vector access is either wholly inside the array or wholly outside
+    (no per-element bounds checks)."""
 
     aligned16: bool
     unit_stride: bool
+    whole_vectors: bool = False
+
+    @classmethod
+    def of(cls, ptr: int, shape: tuple, strides: tuple, itemsize: int) -> "ArraySpec":
+        """The facts of an array at `ptr` with `shape` and `strides` in elements."""
+        aligned = ptr % 16 == 0 and all((s * itemsize) % 16 == 0 for s in strides[:-1])
+        return cls(aligned16=aligned, unit_stride=not strides or strides[-1] == 1,
+                   whole_vectors=not shape or (shape[-1] * itemsize) % 16 == 0)
 
 
 @dataclass(frozen=True)
@@ -82,7 +93,7 @@ def _signature(fn: Function, arrays: dict[int, ArraySpec], ctx: Ctx):
             ct = ctx.uses(t.dtype)
             arr = ArrayArg(base, tuple(f"{base}_dim{d}" for d in range(t.ndim)),
                            tuple(f"{base}_stride{d}" for d in range(t.ndim)),
-                           t.dtype, spec.aligned16, spec.unit_stride)
+                           t.dtype, spec.aligned16, spec.unit_stride, spec.whole_vectors)
             ctx.arrays[p.value.id] = arr
             # Array arguments never overlap (checked at launch), so every pointer is
             # __restrict__; one the kernel never writes is also const, which lets the

@@ -65,6 +65,14 @@ class _TileAccess:
                 conds.append(f"{c} >= 0 && {hi}")
         return " && ".join(conds)
 
+    def tile_inside(self) -> str:
+        """Condition, uniform over the block, that every element of the tile
+        lies inside the array ("" when bounds are not checked)."""
+        if not self.check:
+            return ""
+        return " && ".join(f"{b} >= 0 && {b} + {n} <= {self.arr.dims[ax]}"
+                           for b, n, ax in zip(self.base, self.shape, self.order))
+
     def offset(self, last: str = "") -> str:
         """Element offset of coordinates c* in the array (64-bit)."""
         terms = []
@@ -74,18 +82,36 @@ class _TileAccess:
         return " + ".join(terms)
 
 
-def _open_chunk_loop(ctx: Ctx, op: Op, arr, index):
-    """Open the scope and the unrolled loop over this thread's chunks of V
-    elements, with each chunk's array coordinates computed; the caller
-    closes both."""
+def _tile_access(ctx: Ctx, op: Op, arr: ArrayArg, index, chunk) -> None:
+    """Emit the unrolled loop over this thread's chunks of V elements, with
+    each chunk's array coordinates computed, calling chunk(acc, v, lay,
+    checked) for its body.
+
+    When bounds are checked, the loop is emitted twice behind one uniform
+    branch: a tile wholly inside the array (the common case: every tile but
+    the edges) takes the copy without per-element bounds checks."""
     ctx.open("")
     acc = _TileAccess(ctx, op, arr, op.attrs["shape"], index)
     v, lay = acc.vector_width(), acc.layout
+    inside = acc.tile_inside()
+    if inside:
+        ctx.open(f"if ({inside})")
+        _chunk_loop(ctx, acc, v, lay, chunk, False)
+        ctx.close("} else {")
+        ctx.depth += 1
+    _chunk_loop(ctx, acc, v, lay, chunk, acc.check)
+    if inside:
+        ctx.close()
+    ctx.close()
+
+
+def _chunk_loop(ctx: Ctx, acc: _TileAccess, v: int, lay: Layout, chunk, checked: bool) -> None:
     ctx.line("#pragma unroll")
     ctx.open(f"for (int k0 = 0; k0 < {lay.per_thread}; k0 += {v})")
     ctx.line(f"const int e = {lay.elem('k0')};")
     acc.emit_coords("e")
-    return acc, v, lay
+    chunk(acc, v, lay, checked)
+    ctx.close()
 
 
 def _load(ctx: Ctx, op: Op) -> None:
@@ -93,63 +119,76 @@ def _load(ctx: Ctx, op: Op) -> None:
     out = ctx.declare(op.result)
     ct = ctx.uses(arr.dtype)
     pad = padding_value(arr.dtype, op.attrs["padding"])
-    acc, v, lay = _open_chunk_loop(ctx, op, arr, op.operands[1:])
-    if v > 1:
-        cond = acc.in_bounds(v)
-        ctx.open(f"if ({cond})" if cond else "")
-        ctx.line(f"const tc::Vec<{ct}, {v}> w = *reinterpret_cast<const tc::Vec<{ct}, {v}>*>("
-                 f"{arr.ptr} + ({acc.offset()}));")
+
+    def chunk(acc: _TileAccess, v: int, lay: Layout, checked: bool) -> None:
+        if v == 1:
+            cond = acc.in_bounds(valid=lay.valid("e")) if checked else lay.valid("e")
+            load = f"{arr.ptr}[{acc.offset()}]"
+            ctx.line(f"{out}.v[k0] = {f'({cond}) ? {load} : {pad}' if cond else load};")
+            return
+        # Both paths fill one vector: had the scalar path written the elements to
+        # separate registers, 16- and 8-bit tiles would need a register per element.
+        vec = f"tc::Vec<{ct}, {v}>"
+        cond = acc.in_bounds(v) if checked else ""
+        ctx.line(f"{vec} w;")
+        load = f"w = *reinterpret_cast<const {vec}*>({arr.ptr} + ({acc.offset()}));"
+        if not cond:
+            ctx.line(load)
+        else:
+            ctx.open(f"if ({cond})")
+            ctx.line(load)
+            ctx.close("} else {")
+            ctx.depth += 1
+            ctx.line("#pragma unroll")
+            if arr.whole_vectors:  # the vector is wholly outside the array
+                ctx.line(f"for (int j = 0; j < {v}; ++j) w.v[j] = {pad};")
+            else:
+                ctx.open(f"for (int j = 0; j < {v}; ++j)")
+                last = len(acc.shape) - 1
+                ctx.line(f"const long long c{last}j = c{last} + j;")
+                ctx.line(f"const bool ok = {acc.in_bounds(last=f'c{last}j') or 'true'};")
+                ctx.line(f"w.v[j] = ok ? {arr.ptr}[{acc.offset(f'c{last}j')}] : {pad};")
+                ctx.close()
+            ctx.close()
         ctx.line("#pragma unroll")
         ctx.line(f"for (int j = 0; j < {v}; ++j) {out}.v[k0 + j] = w.v[j];")
-        ctx.close("} else {")
-        ctx.depth += 1
-        ctx.line("#pragma unroll")
-        ctx.open(f"for (int j = 0; j < {v}; ++j)")
-        last = len(acc.shape) - 1
-        ctx.line(f"const long long c{last}j = c{last} + j;")
-        ctx.line(f"const bool ok = {acc.in_bounds(last=f'c{last}j') or 'true'};")
-        ctx.line(f"{out}.v[k0 + j] = ok ? {arr.ptr}[{acc.offset(f'c{last}j')}] : {pad};")
-        ctx.close()
-        ctx.close()
-    else:
-        cond = acc.in_bounds(valid=lay.valid("e"))
-        load = f"{arr.ptr}[{acc.offset()}]"
-        ctx.line(f"{out}.v[k0] = {f'({cond}) ? {load} : {pad}' if cond else load};")
-    ctx.close()
-    ctx.close()
+
+    _tile_access(ctx, op, arr, op.operands[1:], chunk)
 
 
 def _store(ctx: Ctx, op: Op) -> None:
     arr = ctx.arrays[op.operands[0].id]
     src = ctx.name(op.operands[1])
     ct = ctx.uses(arr.dtype)
-    acc, v, lay = _open_chunk_loop(ctx, op, arr, op.operands[2:])
-    if v > 1:
-        cond = acc.in_bounds(v)
+
+    def chunk(acc: _TileAccess, v: int, lay: Layout, checked: bool) -> None:
+        if v == 1:
+            cond = acc.in_bounds(valid=lay.valid("e")) if checked else lay.valid("e")
+            if lay.replicated:  # one element: thread 0 writes it
+                cond = " && ".join(c for c in ("threadIdx.x == 0", cond) if c)
+            st = f"{arr.ptr}[{acc.offset()}] = {src}.v[k0];"
+            ctx.line(f"if ({cond}) {st}" if cond else st)
+            return
+        cond = acc.in_bounds(v) if checked else ""
         ctx.open(f"if ({cond})" if cond else "")
         ctx.line(f"tc::Vec<{ct}, {v}> w;")
         ctx.line("#pragma unroll")
         ctx.line(f"for (int j = 0; j < {v}; ++j) w.v[j] = {src}.v[k0 + j];")
         ctx.line(f"*reinterpret_cast<tc::Vec<{ct}, {v}>*>({arr.ptr} + ({acc.offset()})) = w;")
-        ctx.close("} else {")
-        ctx.depth += 1
-        ctx.line("#pragma unroll")
-        ctx.open(f"for (int j = 0; j < {v}; ++j)")
-        last = len(acc.shape) - 1
-        ctx.line(f"const long long c{last}j = c{last} + j;")
-        cond = acc.in_bounds(last=f"c{last}j")
-        st = f"{arr.ptr}[{acc.offset(f'c{last}j')}] = {src}.v[k0 + j];"
-        ctx.line(f"if ({cond}) {st}" if cond else st)
+        if cond and not arr.whole_vectors:  # a vector may be partly inside the array
+            ctx.close("} else {")
+            ctx.depth += 1
+            ctx.line("#pragma unroll")
+            ctx.open(f"for (int j = 0; j < {v}; ++j)")
+            last = len(acc.shape) - 1
+            ctx.line(f"const long long c{last}j = c{last} + j;")
+            cond = acc.in_bounds(last=f"c{last}j")
+            st = f"{arr.ptr}[{acc.offset(f'c{last}j')}] = {src}.v[k0 + j];"
+            ctx.line(f"if ({cond}) {st}" if cond else st)
+            ctx.close()
         ctx.close()
-        ctx.close()
-    else:
-        cond = acc.in_bounds(valid=lay.valid("e"))
-        if lay.replicated:  # one element: thread 0 writes it
-            cond = " && ".join(c for c in ("threadIdx.x == 0", cond) if c)
-        st = f"{arr.ptr}[{acc.offset()}] = {src}.v[k0];"
-        ctx.line(f"if ({cond}) {st}" if cond else st)
-    ctx.close()
-    ctx.close()
+
+    _tile_access(ctx, op, arr, op.operands[2:], chunk)
 
 
 def _gather_scatter_terms(ctx: Ctx, op: Op, arr: ArrayArg, indices, mask, layout: Layout):

@@ -1,0 +1,64 @@
+/*
+ * The floor under any launcher's host overhead on this machine: the time of
+ * one cuLaunchKernel called from C in a tight loop (an empty kernel with the
+ * same parameter list as bench_launch's add: 3 x (pointer, int, int) + int),
+ * timed per call like bench_launch.py does (sync every 200 launches).
+ *
+ *   gcc -O2 -o /tmp/launch_floor benchmarks/launch_floor.c -ldl && /tmp/launch_floor
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+typedef int (*fn_t)();
+static const char *PTX =
+    ".version 8.0\n.target sm_80\n.address_size 64\n"
+    ".visible .entry empty(.param .u64 a, .param .u32 b, .param .u32 c, .param .u64 d,"
+    " .param .u32 e, .param .u32 f, .param .u64 g, .param .u32 h, .param .u32 i,"
+    " .param .u32 j) { ret; }\n";
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+#define CHECK(call) do { int e_ = (call); if (e_) { printf("%s failed: %d\n", #call, e_); return 1; } } while (0)
+
+int main(void) {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!lib) { printf("no libcuda\n"); return 1; }
+    fn_t init = (fn_t)dlsym(lib, "cuInit"), dev_get = (fn_t)dlsym(lib, "cuDeviceGet"),
+         retain = (fn_t)dlsym(lib, "cuDevicePrimaryCtxRetain"),
+         set_cur = (fn_t)dlsym(lib, "cuCtxSetCurrent"), load = (fn_t)dlsym(lib, "cuModuleLoadData"),
+         get_fn = (fn_t)dlsym(lib, "cuModuleGetFunction"), launch = (fn_t)dlsym(lib, "cuLaunchKernel"),
+         sync = (fn_t)dlsym(lib, "cuCtxSynchronize");
+    int dev;
+    void *ctx, *mod, *fn;
+    CHECK(init(0));
+    CHECK(dev_get(&dev, 0));
+    CHECK(retain(&ctx, dev));
+    CHECK(set_cur(ctx));
+    CHECK(load(&mod, PTX));
+    CHECK(get_fn(&fn, mod, "empty"));
+    unsigned long long p = 0;
+    int v = 1;
+    void *params[] = {&p, &v, &v, &p, &v, &v, &p, &v, &v, &v};
+    enum { N = 20000, WARM = 500, SYNC = 200 };
+    static double t[N];
+    for (int i = 0; i < WARM; i++) CHECK(launch(fn, 1, 1, 1, 128, 1, 1, 0, NULL, params, NULL));
+    CHECK(sync());
+    for (int i = 0; i < N; i++) {
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        launch(fn, 1, 1, 1, 128, 1, 1, 0, NULL, params, NULL);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        t[i] = (b.tv_sec - a.tv_sec) * 1e6 + (b.tv_nsec - a.tv_nsec) / 1e3;
+        if (i % SYNC == SYNC - 1) sync();
+    }
+    sync();
+    qsort(t, N, sizeof t[0], cmp);
+    printf("cuLaunchKernel from C, us per launch (%d launches): median %.2f p10 %.2f p90 %.2f\n",
+           N, t[N / 2], t[N / 10], t[9 * N / 10]);
+    return 0;
+}
