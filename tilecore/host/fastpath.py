@@ -62,7 +62,7 @@ def _array_lines(i: int, value: Any, dtype, ndim: int, aligned: bool,
 
 
 _GRID_AND_LAUNCH = """\
-    if values not in VALIDATED: return False
+    if layout not in VALIDATED: return False
     if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and 0 < grid[0] < 2147483648:
         gx, gy, gz = grid[0], 1, 1
     else:
@@ -79,13 +79,14 @@ def make_fast_launch(key: tuple, args: Sequence[Any], device: int, validated: di
                      launch: Callable, fail: Callable) -> Optional[FastLaunch]:
     """The fast launcher for `args` of specialization `key` (see gpu._scan), or
     None when some argument has no fast form (then every launch takes the
-    general path). `validated` holds the flat values whose device and overlap
-    the general path has checked; `launch(stream, gx, gy, gz, values)` returns
+    general path). `validated` holds the arrays' (pointer, shape, strides)
+    whose device and overlap the general path has checked; `launch(stream, gx, gy, gz, values)` returns
     a CUresult and `fail(err, grid)` raises the launch error."""
     ns: dict = {"VALIDATED": validated, "LAUNCH": launch, "FAIL": fail, "GRID": normalize_grid,
                 "HANDLE": stream_handle}
     body: list[str] = []
     values: list[str] = []
+    layout: list[str] = []  # the arrays' pointers, shapes and strides
     for i, (part, value) in enumerate(zip(key, args)):
         a = f"a{i}"
         if isinstance(part, tuple) and part[0] == "c":
@@ -108,8 +109,10 @@ def make_fast_launch(key: tuple, args: Sequence[Any], device: int, validated: di
                 return None
             body += lines
             item_div = f" // {dtype.itemsize}" if type(value).__module__.startswith("cupy") else ""
-            values += [f"p{i}"] + [f"sh{i}[{d}]" for d in range(ndim)] + \
-                      [f"st{i}[{d}]{item_div}" for d in range(ndim)]
+            fields = [f"p{i}"] + [f"sh{i}[{d}]" for d in range(ndim)] + \
+                [f"st{i}[{d}]{item_div}" for d in range(ndim)]
+            values += fields
+            layout += fields
     names = ", ".join(f"a{i}" for i in range(len(args)))
     src = ["def fast_launch(stream, grid, args):",
            f"    if type(args) is not tuple or len(args) != {len(args)}: return False"]
@@ -117,6 +120,7 @@ def make_fast_launch(key: tuple, args: Sequence[Any], device: int, validated: di
         src.append(f"    {names}{',' if len(args) == 1 else ''} = args")
     src += [f"    {line}" for line in body]
     src.append(f"    values = ({', '.join(values)}{',' if len(values) == 1 else ''})")
+    src.append(f"    layout = ({', '.join(layout)}{',' if len(layout) == 1 else ''})")
     src.append(_GRID_AND_LAUNCH)
     exec("\n".join(src), ns)  # noqa: S102 - generated from the argument kinds above
     return ns["fast_launch"]

@@ -136,14 +136,15 @@ def launch_gpu(stream: Any, grid: tuple[int, int, int], kernel: Kernel,
     state = kernel.backend_cache
     key, flat, arrays = _scan(kernel, args)
     flat_t = tuple(flat)
-    # Flat values (pointers, shapes, strides) whose device and overlap checks passed.
+    # The arrays' (pointer, shape, strides) whose device and overlap checks passed.
+    layout = tuple(v for _, f in arrays for v in (f[0], *f[1], *f[2]))
     validated = state.setdefault("validated", {})
-    ordinal = validated.get(flat_t)
+    ordinal = validated.get(layout)
     if ordinal is None:
         ordinal = _device_of(arrays)
         if len(validated) >= _MAX_VALIDATED:
             validated.clear()
-        validated[flat_t] = ordinal
+        validated[layout] = ordinal
     plan = state.get((ordinal, key))
     if plan is None:
         plan = state[(ordinal, key)] = _make_plan(kernel, key, args, ordinal)
