@@ -12,7 +12,8 @@ ext_modules = []
 if sys.platform.startswith("linux"):
     ext_modules.append(Extension(
         "tilecore.runtime._cudriver",
-        sources=["tilecore/runtime/_cudriver.c"],
+        sources=["tilecore/runtime/_cudriver.c", "tilecore/runtime/_fastlaunch.c"],
+        depends=["tilecore/runtime/_cudriver.h"],
         libraries=["dl"],
         extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter",
                             "-Wno-missing-field-initializers", "-Wno-cast-function-type"],

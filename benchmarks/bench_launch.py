@@ -73,7 +73,7 @@ def breakdown(a, b, c, raw, stream, sync) -> dict:
     def bare():
         drv.cuLaunchKernel(fn, 1, 1, 1, threads, 1, 1, 0, raw, params, 0)
 
-    native = loaded.launcher.launch
+    c_launch = loaded.launcher.launch
     noop = lambda: None  # noqa: E731
     cupy_args = (cp.asarray(a), cp.asarray(b), cp.asarray(c), N)
     ct.launch(raw, (1,), small_add, cupy_args)  # validates these arrays
@@ -82,24 +82,31 @@ def breakdown(a, b, c, raw, stream, sync) -> dict:
     validated = small_add.backend_cache["validated"]
     cupy_key = gpu._scan(small_add, cupy_args)[0]
 
-    def python_only(key, example):
-        """The fast launcher with a launch that does nothing: its Python work alone."""
-        return make_fast_launch(key, example, 0, validated, lambda *v: 0, None)
+    noop_launcher = type("NoLaunch", (), {"launch": staticmethod(lambda *v: 0)})()
 
-    fast_torch, fast_cupy = python_only(key, args), python_only(cupy_key, cupy_args)
-    assert fast_torch(raw, (1,), args) and fast_cupy(raw, (1,), cupy_args)
+    def guards_only(key, example, native):
+        """A fast launcher whose launch does nothing: the argument work alone."""
+        return make_fast_launch(key, example, 0, validated, noop_launcher, None, native=native)
+
+    stages = {}
+    for native in (True, False):
+        impl = "C" if native else "Python"
+        fast_torch = guards_only(key, args, native)
+        fast_cupy = guards_only(cupy_key, cupy_args, native)
+        assert fast_torch(raw, (1,), args) and fast_cupy(raw, (1,), cupy_args)
+        stages[f"stage: {impl} fast launcher, no launch (torch args)"] = host_us(
+            lambda: fast_torch(raw, (1,), args), noop)
+        stages[f"stage: {impl} fast launcher, no launch (CuPy args)"] = host_us(
+            lambda: fast_cupy(raw, (1,), cupy_args), noop)
     return {
-        "stage: fast launcher without the launch (torch args)": host_us(
-            lambda: fast_torch(raw, (1,), args), noop),
-        "stage: fast launcher without the launch (CuPy args)": host_us(
-            lambda: fast_cupy(raw, (1,), cupy_args), noop),
+        **stages,
         "stage: 3x array_fields(torch)": host_us(
             lambda: (array_fields(a, "a"), array_fields(b, "b"), array_fields(c, "c")), noop),
         "stage: _scan (args -> key, values)": host_us(lambda: gpu._scan(small_add, args), noop),
         "stage: LoadedKernel.launch": host_us(lambda: loaded.launch(raw, (1, 1, 1), values),
                                               sync),
         "stage: C launcher (pack + context check + cuLaunchKernel)": host_us(
-            lambda: native(raw, 1, 1, 1, values), sync),
+            lambda: c_launch(raw, 1, 1, 1, values), sync),
         "stage: cuda.bindings launcher (fallback)": host_us(
             lambda: bindings.launch(raw, 1, 1, 1, values), sync),
         "stage: bare cuLaunchKernel (cuda.bindings)": host_us(bare, sync),

@@ -1,6 +1,7 @@
-"""The generated fast launchers: they launch with the flat parameter values
-while every fact of the specialization still holds, and return False as soon
-as one does not (so the launch falls back to the general path)."""
+"""The fast launchers (C and generated Python, one behaviour): they launch
+with the flat parameter values while every fact of the specialization still
+holds, and return False as soon as one does not (so the launch falls back to
+the general path)."""
 import numpy as np
 import pytest
 
@@ -43,16 +44,23 @@ class Recorder:
         raise RuntimeError(f"launch failed: {err}")
 
 
-def _fast(validated=None, result=0):
+@pytest.fixture(params=[True, False], ids=["C", "Python"])
+def native(request):
+    return request.param
+
+
+def _fast(native, validated=None, result=0):
     rec = Recorder(result)
     t = FakeTensor(0x1000, (4, 8), (8, 1))
     if validated is None:
         validated = {(0x2000, 4, 8, 8, 1): 0}
-    return make_fast_launch(KEY, (t, 3, 1.5, 64), 0, validated, rec.launch, rec.fail), rec
+    fast = make_fast_launch(KEY, (t, 3, 1.5, 64), 0, validated, rec, rec.fail, native=native)
+    assert (type(fast).__name__ == "FastLaunch") is native
+    return fast, rec
 
 
-def test_launches_with_the_flat_values():
-    fast, rec = _fast()
+def test_launches_with_the_flat_values(native):
+    fast, rec = _fast(native)
     t = FakeTensor(0x2000, (4, 8), (8, 1))
     assert fast(None, (5,), (t, 7, 2.5, 64)) is True
     assert fast(0x77, (2, 3), (t, 7, 2.5, 64)) is True
@@ -60,15 +68,15 @@ def test_launches_with_the_flat_values():
                          (0x77, (2, 3, 1), (0x2000, 4, 8, 8, 1, 7, 2.5))]
 
 
-def test_only_validated_arrays_take_the_fast_path():
-    fast, rec = _fast()
+def test_only_validated_arrays_take_the_fast_path(native):
+    fast, rec = _fast(native)
     t = FakeTensor(0x3000, (4, 8), (8, 1))  # device and overlap not checked yet
     assert fast(None, (1,), (t, 7, 2.5, 64)) is False
     assert rec.calls == []
 
 
-def test_guards_every_fact():
-    fast, rec = _fast()
+def test_guards_every_fact(native):
+    fast, rec = _fast(native)
     ok = FakeTensor(0x2000, (4, 8), (8, 1))
     assert fast(None, (1,), (ok, 1, 1.0, 64))
     bad = [
@@ -91,8 +99,8 @@ def test_guards_every_fact():
     assert len(rec.calls) == 1
 
 
-def test_grid_and_stream_errors_match_the_general_path():
-    fast, rec = _fast()
+def test_grid_and_stream_errors_match_the_general_path(native):
+    fast, rec = _fast(native)
     ok = FakeTensor(0x2000, (4, 8), (8, 1))
     with pytest.raises(ValueError, match='Invalid argument "grid"'):
         fast(None, (0,), (ok, 1, 1.0, 64))
@@ -103,21 +111,64 @@ def test_grid_and_stream_errors_match_the_general_path():
     assert rec.calls == []
 
 
-def test_launch_errors_are_raised():
-    fast, rec = _fast(result=700)
+def test_launch_errors_are_raised(native):
+    fast, rec = _fast(native, result=700)
     with pytest.raises(RuntimeError, match="launch failed: 700"):
         fast(None, (4,), (FakeTensor(0x2000, (4, 8), (8, 1)), 1, 1.0, 64))
     assert rec.failed == [(700, (4, 1, 1))]
 
 
-def test_no_fast_launch_for_raw_bit_scalars_or_unknown_array_types():
+def test_no_fast_launch_for_raw_bit_scalars_or_unknown_array_types(native):
     rec = Recorder()
-    assert make_fast_launch((D.float16,), (np.float16(1),), 0, {}, rec.launch, rec.fail) is None
+    assert make_fast_launch((D.float16,), (np.float16(1),), 0, {}, rec, rec.fail,
+                            native=native) is None
     key = ((D.float32, 1, True, True, True),)
-    assert make_fast_launch(key, (np.zeros(4, np.float32),), 0, {}, rec.launch, rec.fail) is None
+    assert make_fast_launch(key, (np.zeros(4, np.float32),), 0, {}, rec, rec.fail,
+                            native=native) is None
 
 
-def test_kernel_without_parameters():
+def test_kernel_without_parameters(native):
     rec = Recorder()
-    fast = make_fast_launch((), (), 0, {(): 0}, rec.launch, rec.fail)
+    fast = make_fast_launch((), (), 0, {(): 0}, rec, rec.fail, native=native)
     assert fast(None, (3,), ()) is True and rec.calls == [(0, (3, 1, 1), ())]
+
+
+class FakeCupy:
+    """Just the attributes of a cupy.ndarray that the fast launchers read."""
+
+    def __init__(self, ptr, shape, byte_strides, dtype=np.dtype(np.float32), device=0):
+        self.data = type("Mem", (), {"ptr": ptr, "device_id": device})()
+        self.shape, self.strides, self.dtype = shape, byte_strides, dtype
+
+
+FakeCupy.__module__ = "cupy.fake"
+
+
+def test_cupy_arrays_use_element_strides(native):
+    rec = Recorder()
+    key = ((D.float32, 2, True, True, True), (D.float32, 1, False, False, False))
+    a, b = FakeCupy(0x1000, (4, 8), (32, 4)), FakeCupy(0x2004, (3,), (8,))
+    validated = {(0x1000, 4, 8, 8, 1, 0x2004, 3, 2): 0}
+    fast = make_fast_launch(key, (a, b), 0, validated, rec, rec.fail, native=native)
+    assert fast(5, (1, 2, 3), (a, b)) is True
+    assert rec.calls == [(5, (1, 2, 3), (0x1000, 4, 8, 8, 1, 0x2004, 3, 2))]
+    assert fast(5, (1,), (a, FakeCupy(0x2004, (3,), (8,), dtype=np.dtype(np.int32)))) is False
+    assert fast(5, (1,), (a, FakeCupy(0x2004, (3,), (8,), device=1))) is False
+
+
+def test_no_reference_leaks(native):
+    fast, rec = _fast(native)
+    t = FakeTensor(0x2000, (4, 8), (8, 1))
+    args = (t, 7, 2.5, 64)
+    bad = (FakeTensor(0x2000, (4, 8), (16, 2)), 7, 2.5, 64)
+    import sys
+    watched = (t, t.ptr, t.shape, t.strides_, args, bad)
+    fast(None, (1,), args)
+    rec.calls.clear()  # the recorded values hold references
+    before = [sys.getrefcount(o) for o in watched]
+    for _ in range(1000):
+        assert fast(None, (1,), args) is True
+        assert fast(None, (2, 2), args) is True
+        assert fast(None, (1,), bad) is False
+        rec.calls.clear()
+    assert [sys.getrefcount(o) for o in watched] == before

@@ -100,10 +100,14 @@ def test_overlapping_device_arrays_are_an_error():
         ct.launch(None, (1,), axpy, (buf[:8], buf[4:12], cp.zeros(8, cp.float32), 1.0, 8))
 
 
+@pytest.mark.parametrize("native", ["1", "0"], ids=["C", "Python"])
 @pytest.mark.parametrize("lib", ["torch", "cupy"])
-def test_fast_path_follows_new_arrays_and_rechecks_overlap(lib):
-    """Repeated launches take the generated fast launcher; new arrays, other
+def test_fast_path_follows_new_arrays_and_rechecks_overlap(lib, native, monkeypatch):
+    """Repeated launches take the fast launcher (C or Python); new arrays, other
     shapes and overlapping arguments still get the general path's checks."""
+    from tilecore.runtime.driver import driver
+    driver()  # loaded as configured for the session, before the variable changes
+    monkeypatch.setenv("TILECORE_NATIVE", native)  # picks the fast launcher's implementation
     mod = pytest.importorskip(lib)
     rng = np.random.default_rng(4)
     host = [rng.standard_normal(3000).astype(np.float32) for _ in range(4)]
@@ -120,7 +124,8 @@ def test_fast_path_follows_new_arrays_and_rechecks_overlap(lib):
         ct.launch(None, (3,), axpy, (x, y, out, float(i), 1024))
         np.testing.assert_allclose(to_np(out), _ref(host[i % 2], host[2 + i % 2], i),
                                    rtol=1e-6, atol=1e-6)
-    assert axpy.backend_cache.get("fast_launch") is not None
+    fast = axpy.backend_cache.get("fast_launch")
+    assert (type(fast).__name__ == "FastLaunch") is (native == "1")
     assert len(axpy.backend_cache["validated"]) == 2
     half = dev[0][:1502]  # 6008 bytes: partial vectors at the end, another specialization
     out_half = mod.empty_like(half)

@@ -169,6 +169,6 @@ def _install_fast_launch(state: dict, ordinal: int, key: tuple, args: Sequence[A
     fast = state.setdefault("fast_by_kinds", {})
     kinds = (ordinal, key, tuple(map(type, args)))
     if kinds not in fast:
-        fast[kinds] = make_fast_launch(key, args, ordinal, validated, loaded.launcher.launch,
+        fast[kinds] = make_fast_launch(key, args, ordinal, validated, loaded.launcher,
                                        loaded.fail)
     state["fast_launch"] = fast[kinds]

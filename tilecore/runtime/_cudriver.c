@@ -24,33 +24,7 @@
 #include <stdint.h>
 #include <string.h>
 
-typedef int CUresult;
-typedef int CUdevice;
-typedef void *CUcontext;
-typedef void *CUmodule;
-typedef void *CUfunction;
-typedef void *CUstream;
-typedef unsigned long long CUdeviceptr;
-
-enum { CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9 };
-
-typedef struct {
-    int id;                              /* CUlaunchAttributeID */
-    char pad[4];                         /* pad[8 - sizeof(CUlaunchAttributeID)] */
-    union {
-        char bytes[64];
-        struct { unsigned int x, y, z; } cluster_dim;
-    } value;                             /* CUlaunchAttributeValue */
-} LaunchAttribute;
-
-typedef struct {
-    unsigned int grid_x, grid_y, grid_z;
-    unsigned int block_x, block_y, block_z;
-    unsigned int shared_mem_bytes;
-    CUstream stream;
-    LaunchAttribute *attrs;
-    unsigned int num_attrs;
-} LaunchConfig;
+#include "_cudriver.h"
 
 /* ---- the driver entry points, resolved once ------------------------------ */
 
@@ -128,7 +102,7 @@ static PyObject *open_driver(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
-static int require_driver(void) {
+int tc_require_driver(void) {
     if (libcuda == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "the CUDA driver library is not loaded (call open())");
         return -1;
@@ -136,7 +110,7 @@ static int require_driver(void) {
     return 0;
 }
 
-#define NEED_DRIVER() do { if (require_driver()) return NULL; } while (0)
+#define NEED_DRIVER() do { if (tc_require_driver()) return NULL; } while (0)
 
 static PyObject *handle(const void *p) { return PyLong_FromUnsignedLongLong((uintptr_t)p); }
 
@@ -303,19 +277,6 @@ static PyObject *py_error_string(PyObject *self, PyObject *arg) {
 
 /* ---- Launcher ------------------------------------------------------------ */
 
-#define MAX_PARAMS 1024
-#define STACK_PARAM_BYTES 4096   /* larger parameter lists use the heap */
-
-typedef struct {
-    PyObject_HEAD
-    CUcontext ctx;
-    CUfunction fn;
-    unsigned int block_x, smem_bytes, cluster_x;
-    Py_ssize_t n_params, size;
-    char *codes;        /* one struct code per parameter */
-    Py_ssize_t *offsets;
-} Launcher;
-
 static void launcher_dealloc(Launcher *self) {
     PyMem_Free(self->codes);
     PyMem_Free(self->offsets);
@@ -440,17 +401,25 @@ range:
     return -1;
 }
 
+int tc_pack_values(Launcher *self, PyObject *const *values, Py_ssize_t n, char *buf) {
+    if (n != self->n_params) {
+        PyErr_Format(PyExc_TypeError, "expected %zd parameter values, got %zd",
+                     self->n_params, n);
+        return -1;
+    }
+    memset(buf, 0, self->size);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (pack_one(self->codes[i], values[i], buf + self->offsets[i], i)) return -1;
+    return 0;
+}
+
 static int pack_all(Launcher *self, PyObject *values, char *buf) {
-    if (!PyTuple_Check(values) || PyTuple_GET_SIZE(values) != self->n_params) {
+    if (!PyTuple_Check(values)) {
         PyErr_Format(PyExc_TypeError, "expected a tuple of %zd parameter values, got %R",
                      self->n_params, values);
         return -1;
     }
-    memset(buf, 0, self->size);
-    for (Py_ssize_t i = 0; i < self->n_params; i++)
-        if (pack_one(self->codes[i], PyTuple_GET_ITEM(values, i), buf + self->offsets[i], i))
-            return -1;
-    return 0;
+    return tc_pack_values(self, &PyTuple_GET_ITEM(values, 0), PyTuple_GET_SIZE(values), buf);
 }
 
 static int as_dim(PyObject *o, unsigned int *out) {
@@ -464,27 +433,13 @@ static int as_dim(PyObject *o, unsigned int *out) {
     return 0;
 }
 
-/* launch(stream, gx, gy, gz, values) -> CUresult */
-static PyObject *launcher_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs) {
-    NEED_DRIVER();
-    void *stream;
-    unsigned int gx, gy, gz;
-    if (expect_args(nargs, 5, "launch") || as_handle(args[0], &stream) || as_dim(args[1], &gx) ||
-        as_dim(args[2], &gy) || as_dim(args[3], &gz))
-        return NULL;
-    char stack_buf[STACK_PARAM_BYTES] __attribute__((aligned(16)));
+CUresult tc_launch_packed(Launcher *self, void *stream, unsigned int gx, unsigned int gy,
+                          unsigned int gz, char *buf) {
     void *stack_ptrs[64];
-    char *buf = self->size <= STACK_PARAM_BYTES ? stack_buf : PyMem_Malloc(self->size);
     void **ptrs = self->n_params <= 64 ? stack_ptrs
                                        : PyMem_Malloc(sizeof(void *) * self->n_params);
-    PyObject *result = NULL;
-    if (buf == NULL || ptrs == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    if (pack_all(self, args[4], buf)) goto done;
+    if (ptrs == NULL) return 2;  /* CUDA_ERROR_OUT_OF_MEMORY */
     for (Py_ssize_t i = 0; i < self->n_params; i++) ptrs[i] = buf + self->offsets[i];
-
     CUresult err;
     Py_BEGIN_ALLOW_THREADS
     CUcontext current = NULL;
@@ -508,10 +463,25 @@ static PyObject *launcher_launch(Launcher *self, PyObject *const *args, Py_ssize
         }
     }
     Py_END_ALLOW_THREADS
-    result = PyLong_FromLong(err);
-done:
-    if (buf != stack_buf) PyMem_Free(buf);
     if (ptrs != stack_ptrs) PyMem_Free(ptrs);
+    return err;
+}
+
+/* launch(stream, gx, gy, gz, values) -> CUresult */
+static PyObject *launcher_launch(Launcher *self, PyObject *const *args, Py_ssize_t nargs) {
+    NEED_DRIVER();
+    void *stream;
+    unsigned int gx, gy, gz;
+    if (expect_args(nargs, 5, "launch") || as_handle(args[0], &stream) || as_dim(args[1], &gx) ||
+        as_dim(args[2], &gy) || as_dim(args[3], &gz))
+        return NULL;
+    char stack_buf[STACK_PARAM_BYTES] __attribute__((aligned(16)));
+    char *buf = self->size <= STACK_PARAM_BYTES ? stack_buf : PyMem_Malloc(self->size);
+    if (buf == NULL) return PyErr_NoMemory();
+    PyObject *result = NULL;
+    if (!pack_all(self, args[4], buf))
+        result = PyLong_FromLong(tc_launch_packed(self, stream, gx, gy, gz, buf));
+    if (buf != stack_buf) PyMem_Free(buf);
     return result;
 }
 
@@ -534,7 +504,7 @@ static PyMethodDef launcher_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject LauncherType = {
+PyTypeObject LauncherType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "tilecore.runtime._cudriver.Launcher",
     .tp_basicsize = sizeof(Launcher),
@@ -588,6 +558,10 @@ PyMODINIT_FUNC PyInit__cudriver(void) {
     Py_INCREF(&LauncherType);
     if (PyModule_AddObject(m, "Launcher", (PyObject *)&LauncherType) < 0) {
         Py_DECREF(&LauncherType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (tc_add_fast_launch(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }
