@@ -21,8 +21,16 @@ RULES: dict = {
 }
 
 
+_SAME_VALUE = ("reshape", "broadcast")  # ops whose every element is their operand's element
+
+
 def emit_block(ctx: Ctx, block: Block) -> None:
-    """Emit every op of `block` in program order."""
+    """Emit every op of `block` in program order, noting which values are
+    known constants (rules use them to pick exact cheaper forms)."""
     for op in block.ops:
         ctx.loc(op)
         RULES[op.name](ctx, op)
+        if op.name == "constant":
+            ctx.constants[op.result.id] = op.attrs["value"]
+        elif op.name in _SAME_VALUE and op.operands[0].id in ctx.constants:
+            ctx.constants[op.result.id] = ctx.constants[op.operands[0].id]

@@ -3,7 +3,7 @@ small C++ idioms every rule uses (per-element loops, index unravelling)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from ...ir.core import Block, Function, Op, Value
 from ...ir.types import TileType
@@ -49,6 +49,7 @@ class Ctx:
     vk: int
     line_directives: bool
     arrays: dict[int, ArrayArg] = field(default_factory=dict)  # value id -> array
+    constants: dict[int, Any] = field(default_factory=dict)    # value id -> its constant value
     names: dict[int, str] = field(default_factory=dict)        # value id -> C++ name
     lines: list[str] = field(default_factory=list)
     headers: set[str] = field(default_factory=set)

@@ -1,6 +1,11 @@
 """Rules for scalars and element-wise ops: per-thread register loops."""
 from __future__ import annotations
 
+import math
+from typing import Optional
+
+import numpy as np
+
 from ...ir.core import Op
 from ...language.enums import RoundingMode
 from .cnames import literal
@@ -57,12 +62,37 @@ def _unary(ctx: Ctx, op: Op) -> None:
     _elementwise(ctx, op, f"tc::op_{fn}({ctx.name(op.operands[0])}.v[k])")
 
 
+def _exact_reciprocal(ctx: Ctx, divisor) -> Optional[float]:
+    """1/c when the divisor is a float constant c = 2**k whose reciprocal is a
+    finite float of its dtype: then a / c and a * (1/c) round the same real
+    number, so the product is bit-identical and far cheaper than IEEE division."""
+    dtype = divisor.type.dtype
+    c = ctx.constants.get(divisor.id)
+    if not dtype.is_float or dtype.itemsize not in (4, 8) or not isinstance(c, (int, float)):
+        return None
+    c = float(c)
+    if c == 0 or not math.isfinite(c):
+        return None
+    mantissa, exp = math.frexp(abs(c))
+    if mantissa != 0.5:
+        return None
+    inv = 1.0 / c
+    finfo = np.finfo(dtype.numpy_dtype)
+    return inv if float(finfo.smallest_subnormal) <= abs(inv) <= float(finfo.max) else None
+
+
 def _binary(ctx: Ctx, op: Op) -> None:
     a, b = (ctx.name(v) for v in op.operands)
     fn = f"op_{op.attrs['fn']}"
     if op.attrs["fn"] == "truediv" and (op.attrs.get("rounding") or op.attrs.get("ftz")):
         mode = op.attrs.get("rounding") or RoundingMode.RN
         fn = f"div_{mode.name.lower()}" + ("_ftz" if op.attrs.get("ftz") else "")
+    elif op.attrs["fn"] == "truediv":
+        inv = _exact_reciprocal(ctx, op.operands[1])
+        if inv is not None and op.operands[0].type.dtype == op.operands[1].type.dtype:
+            const = literal(op.operands[1].type.dtype, inv)
+            _elementwise(ctx, op, f"tc::op_mul({a}.v[k], {const})")
+            return
     _elementwise(ctx, op, f"tc::{fn}({a}.v[k], {b}.v[k])")
 
 
