@@ -50,6 +50,8 @@ class Ctx:
     line_directives: bool
     arrays: dict[int, ArrayArg] = field(default_factory=dict)  # value id -> array
     constants: dict[int, Any] = field(default_factory=dict)    # value id -> its constant value
+    packed: set[int] = field(default_factory=set)  # 16-bit float tiles held as tc::Packed16
+    _users: Optional[dict[int, list[Op]]] = None
     names: dict[int, str] = field(default_factory=dict)        # value id -> C++ name
     lines: list[str] = field(default_factory=list)
     headers: set[str] = field(default_factory=set)
@@ -92,6 +94,15 @@ class Ctx:
 
     def frag(self, t: TileType) -> str:
         return f"tc::Frag<{self.uses(t.dtype)}, {self.layout(t).per_thread}>"
+
+    def users(self, v: Value) -> list[Op]:
+        """The ops (terminators included) that take `v` as an operand."""
+        if self._users is None:
+            self._users = {}
+            for op in self.fn.walk():
+                for operand in op.operands:
+                    self._users.setdefault(operand.id, []).append(op)
+        return self._users.get(v.id, [])
 
     def name(self, v: Value) -> str:
         return self.names.setdefault(v.id, f"v{v.id}")

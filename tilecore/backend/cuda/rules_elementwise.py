@@ -54,6 +54,9 @@ def _astype(ctx: Ctx, op: Op) -> None:
     x = op.operands[0]
     ctx.uses(x.type.dtype)
     ct = ctx.uses(op.result.type.dtype)
+    if x.id in ctx.packed:  # a load kept as packed words: see rules_memory._load
+        _elementwise(ctx, op, f"tc::unpack_float({ctx.name(x)}, k)")
+        return
     _elementwise(ctx, op, f"tc::cvt<{ct}>({ctx.name(x)}.v[k])")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from ...ir.core import Op
+from ...language import dtypes as D
 from .cnames import padding_value
 from .emit import ArrayArg, Ctx, unravel
 from .layout import Layout
@@ -16,16 +17,20 @@ class _TileAccess:
     """Addressing of a tile-space load/store: tile axis k reads array axis
     order[k] at coordinate index[k] * steps[k] + t_k."""
 
-    def __init__(self, ctx: Ctx, op: Op, arr: ArrayArg, shape, index_ops):
-        self.ctx, self.arr, self.shape = ctx, arr, tuple(shape)
+    def __init__(self, ctx: Ctx, op: Op, arr: ArrayArg):
+        self.ctx, self.arr, self.shape = ctx, arr, tuple(op.attrs["shape"])
         ndim = len(self.shape)
         self.order = tuple(op.attrs.get("order") or range(ndim))
         self.steps = tuple(op.attrs.get("steps") or self.shape)
         self.check = op.attrs.get("check_bounds", True)
         self.layout = Layout(math.prod(self.shape), ctx.threads, ctx.vk)
         self.base = [f"o{k}" for k in range(ndim)]
+
+    def emit_base(self, index_ops) -> None:
+        """Declare o{k}, the tile's first array coordinate on each tile axis."""
         for k, v in enumerate(index_ops):
-            ctx.line(f"const long long o{k} = (long long){ctx.scalar(v)} * {self.steps[k]};")
+            self.ctx.line(f"const long long o{k} = (long long){self.ctx.scalar(v)} * "
+                          f"{self.steps[k]};")
 
     def vector_width(self) -> int:
         """Elements per vector access (1: scalar accesses only)."""
@@ -91,7 +96,8 @@ def _tile_access(ctx: Ctx, op: Op, arr: ArrayArg, index, chunk) -> None:
     branch: a tile wholly inside the array (the common case: every tile but
     the edges) takes the copy without per-element bounds checks."""
     ctx.open("")
-    acc = _TileAccess(ctx, op, arr, op.attrs["shape"], index)
+    acc = _TileAccess(ctx, op, arr)
+    acc.emit_base(index)
     v, lay = acc.vector_width(), acc.layout
     inside = acc.tile_inside()
     if inside:
@@ -114,10 +120,29 @@ def _chunk_loop(ctx: Ctx, acc: _TileAccess, v: int, lay: Layout, chunk, checked:
     ctx.close()
 
 
+def _keep_packed(ctx: Ctx, op: Op, arr: ArrayArg) -> bool:
+    """Hold a 16-bit float load as packed words (tc::Packed16) when its only
+    uses convert it to float32 and it moves whole vectors: the registers then
+    hold two elements each until the conversions (half the registers a tile
+    of separate 16-bit values takes)."""
+    users = ctx.users(op.result)
+    if not (arr.dtype.is_float and arr.dtype.itemsize == 2 and users and all(
+            u.name == "astype" and u.result.type.dtype == D.float32 for u in users)):
+        return False
+    acc = _TileAccess(ctx, op, arr)
+    return acc.vector_width() > 1 and acc.layout.per_thread % 2 == 0
+
+
 def _load(ctx: Ctx, op: Op) -> None:
     arr = ctx.arrays[op.operands[0].id]
-    out = ctx.declare(op.result)
     ct = ctx.uses(arr.dtype)
+    packed = _keep_packed(ctx, op, arr)
+    if packed:
+        ctx.packed.add(op.result.id)
+        out = ctx.name(op.result)
+        ctx.line(f"tc::Packed16<{ct}, {ctx.layout(op.result.type).per_thread}> {out};")
+    else:
+        out = ctx.declare(op.result)
     pad = padding_value(arr.dtype, op.attrs["padding"])
 
     def chunk(acc: _TileAccess, v: int, lay: Layout, checked: bool) -> None:
@@ -150,8 +175,11 @@ def _load(ctx: Ctx, op: Op) -> None:
                 ctx.line(f"w.v[j] = ok ? {arr.ptr}[{acc.offset(f'c{last}j')}] : {pad};")
                 ctx.close()
             ctx.close()
-        ctx.line("#pragma unroll")
-        ctx.line(f"for (int j = 0; j < {v}; ++j) {out}.v[k0 + j] = w.v[j];")
+        if packed:
+            ctx.line(f"memcpy(&{out}.w[k0 / 2], &w, sizeof(w));")
+        else:
+            ctx.line("#pragma unroll")
+            ctx.line(f"for (int j = 0; j < {v}; ++j) {out}.v[k0 + j] = w.v[j];")
 
     _tile_access(ctx, op, arr, op.operands[1:], chunk)
 

@@ -11,6 +11,15 @@ struct Frag {
   T v[P];
 };
 
+// A tile share of a 16-bit float type kept as packed 32-bit words (two elements
+// each): used for a load whose only use is a conversion to float, so that the
+// words stay packed in registers until each element is converted.
+template <class T, int P>
+struct Packed16 {
+  static_assert(sizeof(T) == 2 && P % 2 == 0, "two 16-bit elements per word");
+  unsigned int w[P / 2];
+};
+
 // V consecutive elements moved by one vector load/store.
 template <class T, int V>
 struct alignas(sizeof(T) * V) Vec {

@@ -10,4 +10,11 @@ template <> struct Num<__half> : FloatNum<__half, float> {
   __device__ static __half from_i64(long long x) { return __ll2half_rn(x); }
   __device__ static __half from_u64(unsigned long long x) { return __ull2half_rn(x); }
 };
+
+// Element k of a packed float16 share, as float.
+template <int P>
+__device__ __forceinline__ float unpack_float(const Packed16<__half, P>& p, int k) {
+  const unsigned int w = p.w[k >> 1];
+  return __half2float(__ushort_as_half((unsigned short)((k & 1) ? (w >> 16) : (w & 0xffffu))));
+}
 }  // namespace tc
