@@ -52,6 +52,7 @@ class Ctx:
     constants: dict[int, Any] = field(default_factory=dict)    # value id -> its constant value
     packed: set[int] = field(default_factory=set)  # 16-bit float tiles held as tc::Packed16
     _users: Optional[dict[int, list[Op]]] = None
+    _definers: Optional[dict[int, Op]] = None
     names: dict[int, str] = field(default_factory=dict)        # value id -> C++ name
     lines: list[str] = field(default_factory=list)
     headers: set[str] = field(default_factory=set)
@@ -103,6 +104,12 @@ class Ctx:
                 for operand in op.operands:
                     self._users.setdefault(operand.id, []).append(op)
         return self._users.get(v.id, [])
+
+    def definer(self, v: Value) -> Optional[Op]:
+        """The op whose result `v` is (None for parameters and block arguments)."""
+        if self._definers is None:
+            self._definers = {r.id: op for op in self.fn.walk() for r in op.results}
+        return self._definers.get(v.id)
 
     def name(self, v: Value) -> str:
         return self.names.setdefault(v.id, f"v{v.id}")

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
 from ...ir.core import Op
+from ...language import dtypes as D
 from ...language.enums import RoundingMode
 from .cnames import literal
 from .emit import Ctx
@@ -96,7 +97,39 @@ def _binary(ctx: Ctx, op: Op) -> None:
             const = literal(op.operands[1].type.dtype, inv)
             _elementwise(ctx, op, f"tc::op_mul({a}.v[k], {const})")
             return
+        divisor = _broadcast_scalar(ctx, op.operands[1])
+        if divisor is not None:
+            _divide_by_scalar(ctx, op, a, divisor)
+            return
     _elementwise(ctx, op, f"tc::{fn}({a}.v[k], {b}.v[k])")
+
+
+def _divide_by_scalar(ctx: Ctx, op: Op, a: str, divisor) -> None:
+    """IEEE division by one broadcast value through tc::DivBy: the quick form for
+    all of this thread's elements, redone exactly only when one does not fit."""
+    out = ctx.declare(op.result)
+    div, ok = f"{out}_by", f"{out}_quick"
+    lay = ctx.layout(op.result.type)
+    ctx.line(f"const tc::DivBy<{ctx.uses(divisor.type.dtype)}> {div}({ctx.scalar(divisor)});")
+    ctx.line(f"bool {ok} = {div}.fast;")
+    ctx.for_each(lay, [f"{out}.v[k] = {div}.quick({a}.v[k]);",
+                       f"{ok} &= {div}.fits({a}.v[k]);"], need_e=False)
+    ctx.open(f"if (!{ok})")
+    ctx.for_each(lay, [f"{out}.v[k] = {div}.exact({a}.v[k]);"], need_e=False)
+    ctx.close()
+
+
+def _broadcast_scalar(ctx: Ctx, divisor) -> Optional[Any]:
+    """The one-element tile that `divisor` broadcasts, when it is a float type
+    computed in float32 (tc::DivBy divides by it with one reciprocal)."""
+    dtype = divisor.type.dtype
+    if not (dtype.is_float and dtype.itemsize in (2, 4)) or dtype == D.tfloat32:
+        return None
+    op = ctx.definer(divisor)
+    if op is None or op.name != "broadcast" or op.operands[0].type.size != 1 \
+            or divisor.type.size == 1:
+        return None
+    return op.operands[0]
 
 
 def _compare(ctx: Ctx, op: Op) -> None:

@@ -74,6 +74,43 @@ template <class T> __device__ __forceinline__ T op_truediv(T a, T b) {
   return Num<T>::down(Num<T>::up(a) / Num<T>::up(b));
 }
 
+// Division of many values by one divisor (a broadcast scalar), IEEE
+// round-to-nearest like op_truediv but cheaper per element (the generated code
+// computes quick() for a thread's elements and redoes them with exact() only if
+// some element does not fit(): no branch per element): y = RN(1/b) once,
+// then q = RN(a*y) and one FMA correction, RN(q + (a - b*q)*y), which is RN(a/b)
+// by Markstein's theorem (y within half an ulp of 1/b, q within one ulp of a/b)
+// when nothing overflows or underflows: for 2^-20 <= |b| <= 2^20 and
+// 2^-60 <= |a| <= 2^100, |q| lies in [2^-80, 2^120] and a - b*q is exact. Any
+// other dividend (zeros, subnormals, infinities, NaN) or divisor takes IEEE
+// division. Only for types computed in float32 (float, half, bfloat16).
+template <class W> struct ComputedInFloat { static constexpr bool value = false; };
+template <> struct ComputedInFloat<float> { static constexpr bool value = true; };
+
+template <class T>
+struct DivBy {
+  using W = decltype(Num<T>::up(T()));
+  static_assert(ComputedInFloat<W>::value, "DivBy is for types computed in float32");
+  float b, y;
+  bool fast;  // the divisor allows the quick form
+  __device__ explicit DivBy(T divisor) : b(Num<T>::up(divisor)) {
+    const float m = fabsf(b);
+    fast = m >= 0x1p-20f && m <= 0x1p20f;
+    y = fast ? __frcp_rn(b) : 1.0f;
+  }
+  // Whether quick(a) is exact for this dividend (given `fast`).
+  __device__ __forceinline__ bool fits(T a) const {
+    const float m = fabsf(Num<T>::up(a));
+    return m >= 0x1p-60f && m <= 0x1p100f;
+  }
+  __device__ __forceinline__ T quick(T a) const {
+    const float x = Num<T>::up(a);
+    const float q = __fmul_rn(x, y);
+    return Num<T>::down(__fmaf_rn(__fmaf_rn(-q, b, x), y, q));
+  }
+  __device__ __forceinline__ T exact(T a) const { return Num<T>::down(__fdiv_rn(Num<T>::up(a), b)); }
+};
+
 // float32 division with an explicit rounding mode (truediv's rounding_mode): the
 // exact directed roundings and the hardware's FULL (2 ulp) and APPROX divisions,
 // each also in a flush-subnormals-to-zero form.
