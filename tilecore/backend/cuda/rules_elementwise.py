@@ -104,18 +104,30 @@ def _binary(ctx: Ctx, op: Op) -> None:
     _elementwise(ctx, op, f"tc::{fn}({a}.v[k], {b}.v[k])")
 
 
+_DIV_CHUNK = 4  # elements checked together: short live ranges, one branch per chunk (H100: 4 best)
+
+
 def _divide_by_scalar(ctx: Ctx, op: Op, a: str, divisor) -> None:
     """IEEE division by one broadcast value through tc::DivBy: the quick form for
-    all of this thread's elements, redone exactly only when one does not fit."""
+    a chunk of this thread's elements, redone exactly only when one of them
+    does not fit."""
     out = ctx.declare(op.result)
-    div, ok = f"{out}_by", f"{out}_quick"
-    lay = ctx.layout(op.result.type)
+    div = f"{out}_by"
+    per_thread = ctx.layout(op.result.type).per_thread
+    chunk = min(per_thread, _DIV_CHUNK)
     ctx.line(f"const tc::DivBy<{ctx.uses(divisor.type.dtype)}> {div}({ctx.scalar(divisor)});")
-    ctx.line(f"bool {ok} = {div}.fast;")
-    ctx.for_each(lay, [f"{out}.v[k] = {div}.quick({a}.v[k]);",
-                       f"{ok} &= {div}.fits({a}.v[k]);"], need_e=False)
-    ctx.open(f"if (!{ok})")
-    ctx.for_each(lay, [f"{out}.v[k] = {div}.exact({a}.v[k]);"], need_e=False)
+    ctx.line("#pragma unroll")
+    ctx.open(f"for (int k0 = 0; k0 < {per_thread}; k0 += {chunk})")
+    ctx.line(f"bool quick = {div}.fast;")
+    ctx.line("#pragma unroll")
+    ctx.open(f"for (int k = k0; k < k0 + {chunk}; ++k)")
+    ctx.line(f"{out}.v[k] = {div}.quick({a}.v[k]);")
+    ctx.line(f"quick &= {div}.fits({a}.v[k]);")
+    ctx.close()
+    ctx.open("if (!quick)")
+    ctx.line("#pragma unroll")
+    ctx.line(f"for (int k = k0; k < k0 + {chunk}; ++k) {out}.v[k] = {div}.exact({a}.v[k]);")
+    ctx.close()
     ctx.close()
 
 
