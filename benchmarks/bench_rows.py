@@ -4,10 +4,13 @@ torch.softmax / torch.nn.functional.layer_norm and Triton kernels, with the
 copy bandwidth of the same run. GB/s counts the bytes that must move (input
 read once, output written once; layer-norm also reads weight and bias).
 
-    python benchmarks/bench_rows.py [--out DIR] [--sweep]
+    python benchmarks/bench_rows.py [--out DIR] [--sweep] [--repeat N]
+
+--repeat N reports each cell's median over N interleaved rounds.
 """
 from __future__ import annotations
 
+import statistics
 import sys
 
 import torch
@@ -106,8 +109,19 @@ def sweep(stream) -> None:
                                              "1024"], rows)
 
 
+def _interleaved_medians(fns: dict, repeat: int) -> dict:
+    """Median time of each function over `repeat` rounds that run every function
+    once in turn, so that a slow stretch of the machine hits all of them alike."""
+    samples: dict = {k: [] for k in fns}
+    for _ in range(repeat):
+        for k, f in fns.items():
+            samples[k].append(bench_ms(f))
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
 def main() -> None:
     out = parse_out()
+    repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 1
     if "--sweep" in sys.argv:
         sweep(torch.cuda.current_stream())
     copy_gbs = copy_bandwidth_gbs()
@@ -153,7 +167,7 @@ def main() -> None:
             }
             for op, fns in cases.items():
                 moved = nbytes + (2 * n * x.element_size() if op == "layer_norm" else 0)
-                times = {k: bench_ms(f) for k, f in fns.items()}
+                times = _interleaved_medians(fns, repeat)
                 gbs = {k: moved / ms / 1e6 for k, ms in times.items()}
                 dname = str(dtype).replace("torch.", "")
                 rows.append([op, dname, f"{ROWS}x{n}", round(gbs["tilecore"], 1),

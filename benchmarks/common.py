@@ -37,6 +37,8 @@ def parse_out() -> Path:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="benchmarks/results", help="directory for the JSON file")
     ap.add_argument("--sweep", action="store_true", help="also sweep tile sizes (where offered)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="median over this many interleaved rounds (where offered)")
     return Path(ap.parse_args().out)
 
 
