@@ -6,14 +6,12 @@ import struct
 import numpy as np
 import pytest
 
-from tilecore.runtime import driver as rt_driver
 from tilecore.runtime.bindings_driver import BindingsDriver
 from tilecore.runtime.params import param_offsets
 
 
 def native_launcher(fmt, cluster=1):
-    native = rt_driver.native_module()
-    assert native is not None, "the _cudriver extension was not built"
+    from tilecore.runtime import _cudriver as native  # built by every install with a C compiler
     return native.Launcher(0x1, 0x2, 128, 0, cluster, fmt[1:], param_offsets(fmt),
                            struct.calcsize(fmt))
 
@@ -70,7 +68,7 @@ def test_pack_rejects_wrong_arity_and_types(make):
 
 
 def test_native_rejects_bad_layouts():
-    native = rt_driver.native_module()
+    from tilecore.runtime import _cudriver as native
     with pytest.raises(ValueError, match="unsupported parameter code x"):
         native.Launcher(1, 2, 128, 0, 1, "x", (0,), 8)
     with pytest.raises(ValueError, match="2 offsets for 1 parameter codes"):

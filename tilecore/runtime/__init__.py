@@ -1,4 +1,5 @@
-"""Runtime: the CUDA driver (loaded lazily by `runtime.driver.driver()`),
+"""Runtime: the CUDA driver (loaded lazily by `runtime.driver.driver()`, through
+the C extension `_cudriver` or cuda.bindings),
 devices, argument ingestion (device arrays, streams, parameter packing), the
 compiled-module cache and the launch path. Importing this package never
 touches the driver."""
