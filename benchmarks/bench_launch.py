@@ -122,6 +122,7 @@ def main() -> None:
     ca, cb, cc = cp.asarray(a), cp.asarray(b), cp.asarray(c)
     stream = torch.cuda.current_stream()
     raw = stream.cuda_stream
+    own = torch.cuda.Stream().cuda_stream  # PyTorch creates its streams non-blocking
     sync = torch.cuda.synchronize
     results = {
         "tilecore (torch stream)": host_us(lambda: ct.launch(stream, (1,), small_add, (a, b, c, N)),
@@ -130,6 +131,8 @@ def main() -> None:
                                          sync),
         "tilecore (cupy arrays)": host_us(lambda: ct.launch(raw, (1,), small_add,
                                                             (ca, cb, cc, N)), sync),
+        "tilecore (torch tensors, non-blocking stream)": host_us(
+            lambda: ct.launch(own, (1,), small_add, (a, b, c, N)), sync),
         "triton": host_us(lambda: triton_add[(1,)](a, b, c, N, BLOCK=N), sync),
         "cupy elementwise": host_us(lambda: cp.add(ca, cb, out=cc), sync),
         "torch.add": host_us(lambda: torch.add(a, b, out=c), sync),

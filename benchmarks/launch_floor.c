@@ -2,7 +2,8 @@
  * The floor under any launcher's host overhead on this machine: the time of
  * one cuLaunchKernel called from C in a tight loop (an empty kernel with the
  * same parameter list as bench_launch's add: 3 x (pointer, int, int) + int),
- * timed per call like bench_launch.py does (sync every 200 launches).
+ * timed per call like bench_launch.py does (sync every 200 launches), on the
+ * legacy default stream, the per-thread default stream and a non-blocking stream.
  *
  *   gcc -O2 -o /tmp/launch_floor benchmarks/launch_floor.c -ldl && /tmp/launch_floor
  */
@@ -32,7 +33,8 @@ int main(void) {
          retain = (fn_t)dlsym(lib, "cuDevicePrimaryCtxRetain"),
          set_cur = (fn_t)dlsym(lib, "cuCtxSetCurrent"), load = (fn_t)dlsym(lib, "cuModuleLoadData"),
          get_fn = (fn_t)dlsym(lib, "cuModuleGetFunction"), launch = (fn_t)dlsym(lib, "cuLaunchKernel"),
-         sync = (fn_t)dlsym(lib, "cuCtxSynchronize");
+         sync = (fn_t)dlsym(lib, "cuCtxSynchronize"),
+         stream_create = (fn_t)dlsym(lib, "cuStreamCreate");
     int dev;
     void *ctx, *mod, *fn;
     CHECK(init(0));
@@ -44,21 +46,33 @@ int main(void) {
     unsigned long long p = 0;
     int v = 1;
     void *params[] = {&p, &v, &v, &p, &v, &v, &p, &v, &v, &v};
+    void *non_blocking;
+    CHECK(stream_create(&non_blocking, 1 /* CU_STREAM_NON_BLOCKING */));
+    struct { const char *name; void *stream; } streams[] = {
+        {"legacy default stream", NULL},
+        {"per-thread default stream", (void *)2 /* CU_STREAM_PER_THREAD */},
+        {"non-blocking stream", non_blocking},
+    };
     enum { N = 20000, WARM = 500, SYNC = 200 };
     static double t[N];
-    for (int i = 0; i < WARM; i++) CHECK(launch(fn, 1, 1, 1, 128, 1, 1, 0, NULL, params, NULL));
-    CHECK(sync());
-    for (int i = 0; i < N; i++) {
-        struct timespec a, b;
-        clock_gettime(CLOCK_MONOTONIC, &a);
-        launch(fn, 1, 1, 1, 128, 1, 1, 0, NULL, params, NULL);
-        clock_gettime(CLOCK_MONOTONIC, &b);
-        t[i] = (b.tv_sec - a.tv_sec) * 1e6 + (b.tv_nsec - a.tv_nsec) / 1e3;
-        if (i % SYNC == SYNC - 1) sync();
+    for (int s = 0; s < 3; s++) {
+        void *stream = streams[s].stream;
+        for (int i = 0; i < WARM; i++)
+            CHECK(launch(fn, 1, 1, 1, 128, 1, 1, 0, stream, params, NULL));
+        CHECK(sync());
+        for (int i = 0; i < N; i++) {
+            struct timespec a, b;
+            clock_gettime(CLOCK_MONOTONIC, &a);
+            launch(fn, 1, 1, 1, 128, 1, 1, 0, stream, params, NULL);
+            clock_gettime(CLOCK_MONOTONIC, &b);
+            t[i] = (b.tv_sec - a.tv_sec) * 1e6 + (b.tv_nsec - a.tv_nsec) / 1e3;
+            if (i % SYNC == SYNC - 1) sync();
+        }
+        sync();
+        qsort(t, N, sizeof t[0], cmp);
+        printf("cuLaunchKernel from C, %s, us per launch (%d launches): "
+               "median %.2f p10 %.2f p90 %.2f\n", streams[s].name, N, t[N / 2], t[N / 10],
+               t[9 * N / 10]);
     }
-    sync();
-    qsort(t, N, sizeof t[0], cmp);
-    printf("cuLaunchKernel from C, us per launch (%d launches): median %.2f p10 %.2f p90 %.2f\n",
-           N, t[N / 2], t[N / 10], t[9 * N / 10]);
     return 0;
 }
