@@ -25,6 +25,10 @@ class FakeTensor:
     def get_device(self):
         return self.device
 
+    @property
+    def is_cuda(self):
+        return self.device >= 0
+
 
 FakeTensor.__module__ = "torch.fake"
 
@@ -172,3 +176,14 @@ def test_no_reference_leaks(native):
         assert fast(None, (1,), bad) is False
         rec.calls.clear()
     assert [sys.getrefcount(o) for o in watched] == before
+
+
+def test_single_gpu_checks_is_cuda_instead_of_the_ordinal(native):
+    rec = Recorder()
+    t = FakeTensor(0x2000, (4, 8), (8, 1))
+    fast = make_fast_launch(KEY, (t, 3, 1.5, 64), 0, {(0x2000, 4, 8, 8, 1): 0}, rec, rec.fail,
+                            native=native, only_device=True)
+    assert fast(None, (1,), (t, 1, 1.0, 64)) is True
+    host = FakeTensor(0x2000, (4, 8), (8, 1), device=-1)  # a CPU tensor: get_device() is -1
+    assert fast(None, (1,), (host, 1, 1.0, 64)) is False
+    assert len(rec.calls) == 1

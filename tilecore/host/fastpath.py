@@ -29,11 +29,16 @@ __all__ = ["fast_specs", "make_fast_launch"]
 FastLaunch = Callable[[Any, Any, Any], bool]
 
 
-def fast_specs(key: tuple, args: Sequence[Any], device: int) -> Optional[list[tuple]]:
+def fast_specs(key: tuple, args: Sequence[Any], device: int, only_device: bool = False
+               ) -> Optional[list[tuple]]:
     """One guard spec per argument of specialization `key` (see gpu._scan), or
     None when some argument has no fast form: ("const", type, value),
     ("i32",), ("f32",), or (library, type, dtype, device, ndim, itemsize,
-    aligned, unit stride, whole vectors) for "torch" and "cupy" arrays."""
+    aligned, unit stride, whole vectors) for "torch" and "cupy" arrays.
+
+    With `only_device` (the process sees one GPU) a torch tensor's device is
+    -1: any CUDA tensor is on it, and `is_cuda` is a cheaper check than
+    `get_device()`."""
     specs = []
     for part, value in zip(key, args):
         if isinstance(part, tuple) and part[0] == "c":
@@ -50,21 +55,22 @@ def fast_specs(key: tuple, args: Sequence[Any], device: int) -> Optional[list[tu
             if root not in ("torch", "cupy"):
                 return None
             dtype, ndim, aligned, unit, whole = part
-            specs.append((root, type(value), value.dtype, device, ndim, dtype.itemsize,
+            on = -1 if root == "torch" and only_device else device
+            specs.append((root, type(value), value.dtype, on, ndim, dtype.itemsize,
                           aligned, unit, whole))
     return specs
 
 
 def make_fast_launch(key: tuple, args: Sequence[Any], device: int, validated: dict,
-                     launcher: Any, fail: Callable, *, native: bool = True
-                     ) -> Optional[FastLaunch]:
+                     launcher: Any, fail: Callable, *, native: bool = True,
+                     only_device: bool = False) -> Optional[FastLaunch]:
     """The fast launcher for `args` of specialization `key`, or None when some
     argument has no fast form (then every launch takes the general path).
     `validated` holds the arrays' (pointer, shape, strides) whose device and
     overlap the general path has checked; `launcher.launch(stream, gx, gy, gz,
     values)` returns a CUresult and `fail(err, grid)` raises the launch error.
-    `native=False` builds the Python version."""
-    specs = fast_specs(key, args, device)
+    `native=False` builds the Python version; `only_device`: see fast_specs."""
+    specs = fast_specs(key, args, device, only_device)
     if specs is None:
         return None
     mod = native_module() if native else None
@@ -81,7 +87,8 @@ def _array_lines(i: int, spec: tuple, ns: dict) -> list[str]:
     ns[f"T{i}"], ns[f"D{i}"] = cls, dtype
     lines = [f"if type({a}) is not T{i}: return False"]
     if root == "torch":
-        lines += [f"if {a}.dtype is not D{i} or {a}.get_device() != {device}: return False",
+        on_device = f"not {a}.is_cuda" if device < 0 else f"{a}.get_device() != {device}"
+        lines += [f"if {a}.dtype is not D{i} or {on_device}: return False",
                   f"p{i} = {a}.data_ptr()", f"sh{i} = {a}.shape", f"st{i} = {a}.stride()"]
         item_div = ""
     else:

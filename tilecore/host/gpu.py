@@ -23,7 +23,7 @@ from ..kernel import Kernel
 from ..language import dtypes as D
 from ..language.dtypes import DType
 from ..runtime.arrays import DeviceArray, array_fields, check_no_overlap, check_same_device
-from ..runtime.device import current_device_ordinal, get_device
+from ..runtime.device import current_device_ordinal, device_count, get_device
 from ..runtime.launch import LoadedKernel
 from ..runtime.params import scalar_bits
 from ..runtime.streams import stream_handle
@@ -170,5 +170,5 @@ def _install_fast_launch(state: dict, ordinal: int, key: tuple, args: Sequence[A
     kinds = (ordinal, key, tuple(map(type, args)))
     if kinds not in fast:
         fast[kinds] = make_fast_launch(key, args, ordinal, validated, loaded.launcher,
-                                       loaded.fail)
+                                       loaded.fail, only_device=device_count() == 1)
     state["fast_launch"] = fast[kinds]

@@ -49,7 +49,7 @@ typedef struct {
 static PyObject *fast_call(PyObject *callable, PyObject *const *argv, size_t nargsf,
                            PyObject *kwnames);
 
-static PyObject *s_dtype, *s_get_device, *s_data_ptr, *s_shape, *s_stride, *s_data, *s_ptr,
+static PyObject *s_dtype, *s_is_cuda, *s_get_device, *s_data_ptr, *s_shape, *s_stride, *s_data, *s_ptr,
     *s_device_id, *s_strides;
 
 static void fast_clear_specs(FastLaunch *self) {
@@ -73,7 +73,8 @@ static void fast_dealloc(FastLaunch *self) {
 }
 
 /* One spec tuple: ("const", type, value), ("i32",), ("f32",) or
- * ("torch" | "cupy", type, dtype, device, ndim, itemsize, aligned, unit, whole). */
+ * ("torch" | "cupy", type, dtype, device, ndim, itemsize, aligned, unit, whole);
+ * a torch device of -1 means "the process's only GPU". */
 static int parse_spec(PyObject *t, ArgSpec *spec, Py_ssize_t *n_values, Py_ssize_t *n_layout) {
     const char *kind;
     PyObject *type = NULL, *value = NULL;
@@ -215,10 +216,17 @@ static int gather_array(const ArgSpec *s, PyObject *a, Gathered *g) {
     if (same <= 0) return same;
     long long device;
     if (s->kind == ARG_TORCH) {
-        if (!(tmp = PyObject_CallMethodNoArgs(a, s_get_device))) return -1;
-        int ok = exact_int(tmp, &device);
-        Py_DECREF(tmp);
-        if (!ok || device != s->device) return PyErr_Occurred() ? -1 : 0;
+        if (s->device < 0) {  /* the process's only GPU: any CUDA tensor is on it */
+            if (!(tmp = PyObject_GetAttr(a, s_is_cuda))) return -1;
+            int cuda = tmp == Py_True;
+            Py_DECREF(tmp);
+            if (!cuda) return 0;
+        } else {
+            if (!(tmp = PyObject_CallMethodNoArgs(a, s_get_device))) return -1;
+            int ok = exact_int(tmp, &device);
+            Py_DECREF(tmp);
+            if (!ok || device != s->device) return PyErr_Occurred() ? -1 : 0;
+        }
         if (!(ptr_o = PyObject_CallMethodNoArgs(a, s_data_ptr))) goto error;
         if (!(shape = PyObject_GetAttr(a, s_shape))) goto error;
         if (!(strides = PyObject_CallMethodNoArgs(a, s_stride))) goto error;
@@ -460,7 +468,7 @@ static PyTypeObject FastLaunchType = {
 
 int tc_add_fast_launch(PyObject *module) {
     struct { PyObject **slot; const char *text; } names[] = {
-        {&s_dtype, "dtype"}, {&s_get_device, "get_device"}, {&s_data_ptr, "data_ptr"},
+        {&s_dtype, "dtype"}, {&s_is_cuda, "is_cuda"}, {&s_get_device, "get_device"}, {&s_data_ptr, "data_ptr"},
         {&s_shape, "shape"}, {&s_stride, "stride"}, {&s_data, "data"}, {&s_ptr, "ptr"},
         {&s_device_id, "device_id"}, {&s_strides, "strides"},
     };
