@@ -6,11 +6,11 @@ call back into `emit_block`.
 """
 from __future__ import annotations
 
-from ...ir.core import Block, Op
+from ...ir.core import Block
 from . import rules_control, rules_elementwise, rules_memory, rules_movement, rules_reduce
 from .emit import Ctx
 
-__all__ = ["RULES", "emit_block", "uses_smem"]
+__all__ = ["RULES", "emit_block"]
 
 RULES: dict = {
     **rules_elementwise.RULES,
@@ -19,15 +19,6 @@ RULES: dict = {
     **rules_memory.RULES,
     **rules_control.RULES,
 }
-
-
-SMEM_USERS = {**rules_movement.SMEM_USERS, **rules_reduce.SMEM_USERS}
-
-
-def uses_smem(op: Op) -> bool:
-    """Whether the code emitted for `op` uses the kernel's shared memory."""
-    user = SMEM_USERS.get(op.name)
-    return user is not None and user(op)
 
 
 _SAME_VALUE = ("reshape", "broadcast")  # ops whose every element is their operand's element

@@ -59,7 +59,6 @@ class Ctx:
     smem_bytes: int = 0
     frames: list[Frame] = field(default_factory=list)
     emit_block: Callable[["Ctx", Block], None] = None  # set by codegen
-    uses_smem: Callable[[Op], bool] = None             # set by codegen
     depth: int = 1
 
     # -- output -------------------------------------------------------------
@@ -105,20 +104,6 @@ class Ctx:
                 for operand in op.operands:
                     self._users.setdefault(operand.id, []).append(op)
         return self._users.get(v.id, [])
-
-    def smem_used_later(self, op: Op) -> bool:
-        """Whether shared memory may be written again after `op` ends: by a later
-        op that can use it, or by `op` itself in the next trip of a loop around
-        it. False lets `op` skip the barrier that protects its buffer from reuse."""
-        later = False
-        for o, in_loop in _walk_with_loops(self.fn.body, False):
-            if o is op:
-                if in_loop:
-                    return True
-                later = True
-            elif later and self.uses_smem(o):
-                return True
-        return False
 
     def definer(self, v: Value) -> Optional[Op]:
         """The op whose result `v` is (None for parameters and block arguments)."""
@@ -171,17 +156,6 @@ class Ctx:
 
     def unstage(self) -> None:
         self.line("__syncthreads();")
-
-
-_LOOPS = frozenset({"for", "while"})
-
-
-def _walk_with_loops(block: Block, in_loop: bool):
-    """(op, whether it runs inside a loop) for every op, in program order."""
-    for op in block.ops:
-        yield op, in_loop
-        for r in op.regions:
-            yield from _walk_with_loops(r, in_loop or op.name in _LOOPS)
 
 
 def unravel(e: str, shape: tuple[int, ...]) -> list[str]:

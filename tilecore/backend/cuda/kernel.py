@@ -14,7 +14,7 @@ from ...ir.core import Function
 from ...ir.types import ArrayType
 from ...language.dtypes import DType
 from .cnames import scalar_format
-from .codegen import emit_block, uses_smem
+from .codegen import emit_block
 from .emit import ArrayArg, Ctx
 from .layout import choose_threads, kernel_vector_width
 
@@ -131,7 +131,6 @@ def generate(fn: Function, arrays: dict[int, ArraySpec], options: CodegenOptions
     ctx = Ctx(fn=fn, threads=threads, vk=kernel_vector_width(fn),
               line_directives=options.line_directives)
     ctx.emit_block = emit_block
-    ctx.uses_smem = uses_smem
     decls, prologue, slots = _signature(fn, arrays, ctx)
     for line in prologue:
         ctx.line(line)

@@ -8,7 +8,7 @@ from ...ir.core import Op
 from .emit import Ctx, unravel
 from .layout import row_strides
 
-__all__ = ["RULES", "SMEM_USERS"]
+__all__ = ["RULES"]
 
 
 def _linear(terms: list[tuple[str, int]]) -> str:
@@ -34,11 +34,6 @@ def _via_smem(ctx: Ctx, op: Op, src_index) -> None:
     ctx.close()
 
 
-def _broadcast_staged(op: Op) -> bool:
-    size = op.operands[0].type.size
-    return size != 1 and size != op.result.type.size
-
-
 def _broadcast(ctx: Ctx, op: Op) -> None:
     x = op.operands[0]
     src, dst = x.type.shape, tuple(op.attrs["shape"])
@@ -46,7 +41,7 @@ def _broadcast(ctx: Ctx, op: Op) -> None:
     if x.type.size == 1:
         out = ctx.declare(op.result)
         ctx.for_each(ctx.layout(op.result.type), [f"{out}.v[k] = {ctx.name(x)}.v[0];"], need_e=False)
-    elif not _broadcast_staged(op):
+    elif x.type.size == op.result.type.size:
         _copy(ctx, op)
     else:
         rs = row_strides(src)
@@ -58,20 +53,13 @@ def _reshape(ctx: Ctx, op: Op) -> None:
     _copy(ctx, op)
 
 
-def _permute_staged(op: Op) -> bool:
-    axes = op.attrs["axes"]
-    return op.result.type.size != 1 and list(axes) != sorted(axes)
-
-
 def _permute(ctx: Ctx, op: Op) -> None:
     axes = op.attrs["axes"]
     rs = row_strides(op.operands[0].type.shape)
-    if not _permute_staged(op):
+    if op.result.type.size == 1 or list(axes) == sorted(axes):
         _copy(ctx, op)
         return
     _via_smem(ctx, op, lambda m: _linear([(m[i], rs[a]) for i, a in enumerate(axes)]))
 
 
 RULES = {"broadcast": _broadcast, "reshape": _reshape, "permute": _permute}
-# Which of these ops use shared memory (staged moves), for Ctx.smem_used_later.
-SMEM_USERS = {"broadcast": _broadcast_staged, "permute": _permute_staged}

@@ -11,7 +11,7 @@ from ...ir.core import Op
 from .emit import Ctx, unravel
 from .layout import row_strides
 
-__all__ = ["RULES", "SMEM_USERS"]
+__all__ = ["RULES"]
 
 _REDUCERS = {"sum": "RSum", "prod": "RProd", "max": "RMax", "min": "RMin",
              "argmax": "RArgMax", "argmin": "RArgMin"}
@@ -35,8 +35,7 @@ def _block_reduce(ctx: Ctx, op: Op, term: str, result: str) -> None:
     guard = lay.valid("e")
     uses_e = bool(guard) or re.search(r"\be\b", term) is not None
     ctx.for_each(lay, [f"if ({guard}) {step}" if guard else step], need_e=uses_e)
-    reuse = "true" if ctx.smem_used_later(op) else "false"
-    ctx.line(f"acc = tc::block_allreduce<{r}, {ctx.threads}, {reuse}>(acc, tc_smem);")
+    ctx.line(f"acc = tc::block_allreduce<{r}, {ctx.threads}>(acc, tc_smem);")
     ctx.for_each(ctx.layout(op.result.type), [f"{out}.v[k] = {result};"], need_e=False)
     ctx.close()
 
@@ -97,10 +96,4 @@ def _argreduce(ctx: Ctx, op: Op) -> None:
         _fold_staged(ctx, op, (axis,), lambda v: f"{r}::make({v}, r)", "acc.i")
 
 
-def _uses_smem(op: Op) -> bool:
-    return op.operands[0].type.size != 1
-
-
 RULES = {"reduce": _reduce, "argreduce": _argreduce}
-# Which of these ops use shared memory (all but one-element inputs), for Ctx.smem_used_later.
-SMEM_USERS = {"reduce": _uses_smem, "argreduce": _uses_smem}

@@ -76,10 +76,9 @@ __device__ __forceinline__ A shfl_xor(const A& x, int mask) {
 }
 
 // Every thread of the NT-thread block gets combine() over all threads' x.
-// Uses NT/32 * sizeof(A) bytes of smem; with Reuse, ends with __syncthreads() so
-// the caller may write smem again (the code generator passes false when nothing
-// after this reduction, nor this reduction in a next loop trip, uses smem).
-template <class R, int NT, bool Reuse = true>
+// Uses NT/32 * sizeof(A) bytes of smem; ends with __syncthreads() so the
+// caller may reuse smem.
+template <class R, int NT>
 __device__ __forceinline__ typename R::A block_allreduce(typename R::A x, unsigned char* smem) {
 #pragma unroll
   for (int m = 16; m >= 1; m >>= 1) x = R::combine(x, shfl_xor(x, m));
@@ -91,7 +90,7 @@ __device__ __forceinline__ typename R::A block_allreduce(typename R::A x, unsign
     x = part[0];
 #pragma unroll
     for (int w = 1; w < NW; ++w) x = R::combine(x, part[w]);
-    if constexpr (Reuse) __syncthreads();
+    __syncthreads();
   }
   return x;
 }
