@@ -187,3 +187,10 @@ def test_single_gpu_checks_is_cuda_instead_of_the_ordinal(native):
     host = FakeTensor(0x2000, (4, 8), (8, 1), device=-1)  # a CPU tensor: get_device() is -1
     assert fast(None, (1,), (host, 1, 1.0, 64)) is False
     assert len(rec.calls) == 1
+
+
+def test_uninitialized_c_fast_launch_raises():
+    from tilecore.runtime import _cudriver
+    fast = _cudriver.FastLaunch.__new__(_cudriver.FastLaunch)
+    with pytest.raises(TypeError):  # no vectorcall entry until __init__ ran: never a crash
+        fast(None, (1,), ())
