@@ -52,6 +52,16 @@ def test_interpret_unset_and_invalid(monkeypatch):
                             "false, yes, no, on, off, got 'maybe'")
 
 
+def test_native(monkeypatch):
+    monkeypatch.delenv("TILECORE_NATIVE", raising=False)
+    assert config.native() is True
+    monkeypatch.setenv("TILECORE_NATIVE", "0")
+    assert config.native() is False
+    monkeypatch.setenv("TILECORE_NATIVE", "fast")
+    with pytest.raises(ValueError, match="Invalid value of TILECORE_NATIVE: .* got 'fast'"):
+        config.native()
+
+
 def test_block_order(monkeypatch):
     assert config.block_order() == "sequential"
     monkeypatch.setenv("TILECORE_BLOCK_ORDER", "Random")

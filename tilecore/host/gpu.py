@@ -3,11 +3,11 @@ load) the specialization, pack the flat parameters and launch.
 
 The cached path is kept lean: one pass over the arguments builds both the
 specialization key (plain tuples, no objects) and the flat parameter values,
-then one dict lookup and one driver call. Argument kinds, array specs and the
-device checks that need them are only built when a key is new, or (device and
-overlap checks) when the arrays differ from the previous launch's. Repeated
-launches with the same argument kinds and arrays go through a generated fast
-launcher (`fastpath`) that only re-checks the facts the specialization relies on.
+then one dict lookup and one driver call. Argument kinds and array specs are
+only built when a key is new, and the device and overlap checks only for arrays
+whose (pointer, shape, strides) have not passed them before. Repeated launches
+with known argument kinds and checked arrays go through a fast launcher
+(`fastpath`) that only re-checks the facts the specialization relies on.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .. import config
-from ..backend.cuda import ArraySpec
+from ..backend.cuda import ArraySpec, array_facts
 from ..frontend.specialize import ArrayArg, ConstArg, ScalarArg
 from ..kernel import Kernel
 from ..language import dtypes as D
@@ -65,12 +65,7 @@ def _scan(kernel: Kernel, args: Sequence[Any]):
         else:
             fields = array_fields(value, name)
             ptr, shape, strides, dtype = fields[0], fields[1], fields[2], fields[3]
-            item = dtype.itemsize
-            aligned = not ptr & 15
-            if aligned and len(strides) > 1:
-                aligned = all(not (s * item) & 15 for s in strides[:-1])
-            key.append((dtype, len(strides), aligned, not strides or strides[-1] == 1,
-                        not shape or not (shape[-1] * item) & 15))
+            key.append((dtype, len(strides), *array_facts(ptr, shape, strides, dtype.itemsize)))
             flat.append(ptr)
             flat.extend(shape)
             flat.extend(strides)
@@ -135,7 +130,6 @@ def launch_gpu(stream: Any, grid: tuple[int, int, int], kernel: Kernel,
     path: `tilecore.launch` first tries the kernel's fast launcher)."""
     state = kernel.backend_cache
     key, flat, arrays = _scan(kernel, args)
-    flat_t = tuple(flat)
     # The arrays' (pointer, shape, strides) whose device and overlap checks passed.
     layout = tuple(v for _, f in arrays for v in (f[0], *f[1], *f[2]))
     validated = state.setdefault("validated", {})
@@ -156,10 +150,9 @@ def launch_gpu(stream: Any, grid: tuple[int, int, int], kernel: Kernel,
     if plan.bit_scalars:
         for pos, dtype in plan.bit_scalars:
             flat[pos] = scalar_bits(dtype, flat[pos])
-        flat_t = tuple(flat)
     else:
         _install_fast_launch(state, ordinal, key, args, plan.loaded, validated)
-    plan.loaded.launch(stream_handle(stream), grid, flat_t)
+    plan.loaded.launch(stream_handle(stream), grid, tuple(flat))
 
 
 def _install_fast_launch(state: dict, ordinal: int, key: tuple, args: Sequence[Any],

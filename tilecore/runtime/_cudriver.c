@@ -46,7 +46,6 @@ static struct {
                               unsigned int, unsigned int, unsigned int, unsigned int,
                               CUstream, void **, void **);
     CUresult (*launch_kernel_ex)(const LaunchConfig *, CUfunction, void **, void **);
-    CUresult (*get_error_name)(CUresult, const char **);
     CUresult (*get_error_string)(CUresult, const char **);
 } cu;
 
@@ -93,7 +92,6 @@ static PyObject *open_driver(PyObject *self, PyObject *arg) {
         resolve((void **)&cu.func_set_attribute, "cuFuncSetAttribute", 1) ||
         resolve((void **)&cu.launch_kernel, "cuLaunchKernel", 1) ||
         resolve((void **)&cu.launch_kernel_ex, "cuLaunchKernelEx", 0) ||
-        resolve((void **)&cu.get_error_name, "cuGetErrorName", 1) ||
         resolve((void **)&cu.get_error_string, "cuGetErrorString", 1)) {
         dlclose(lib);
         libcuda = NULL;
@@ -265,10 +263,6 @@ static PyObject *error_text(PyObject *arg, CUresult (*get)(CUresult, const char 
     CUresult err = get(code, &text);
     if (err || text == NULL) return Py_BuildValue("(is)", err ? err : 1, "");
     return Py_BuildValue("(is)", 0, text);
-}
-
-static PyObject *py_error_name(PyObject *self, PyObject *arg) {
-    return error_text(arg, cu.get_error_name);
 }
 
 static PyObject *py_error_string(PyObject *self, PyObject *arg) {
@@ -540,7 +534,6 @@ static PyMethodDef module_methods[] = {
          "module_function(module, name: bytes) -> (CUresult, function)"),
     FAST("set_function_attribute", py_function_attribute,
          "set_function_attribute(function, attr, value) -> (CUresult,)"),
-    {"error_name", py_error_name, METH_O, "error_name(code) -> (CUresult, str)"},
     {"error_string", py_error_string, METH_O, "error_string(code) -> (CUresult, str)"},
     {NULL, NULL, 0, NULL},
 };

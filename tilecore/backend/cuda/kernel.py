@@ -9,6 +9,7 @@ N int64 strides (in elements); for a scalar: its value in its exact dtype
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from ...ir.core import Function
 from ...ir.types import ArrayType
@@ -18,7 +19,7 @@ from .codegen import emit_block
 from .emit import ArrayArg, Ctx
 from .layout import choose_threads, kernel_vector_width
 
-__all__ = ["ArraySpec", "CodegenOptions", "ParamSlot", "GeneratedKernel", "generate"]
+__all__ = ["ArraySpec", "array_facts", "CodegenOptions", "ParamSlot", "GeneratedKernel", "generate"]
 
 
 @dataclass(frozen=True)
@@ -37,9 +38,16 @@ class ArraySpec:
     @classmethod
     def of(cls, ptr: int, shape: tuple, strides: tuple, itemsize: int) -> "ArraySpec":
         """The facts of an array at `ptr` with `shape` and `strides` in elements."""
-        aligned = ptr % 16 == 0 and all((s * itemsize) % 16 == 0 for s in strides[:-1])
-        return cls(aligned16=aligned, unit_stride=not strides or strides[-1] == 1,
-                   whole_vectors=not shape or (shape[-1] * itemsize) % 16 == 0)
+        return cls(*array_facts(ptr, shape, strides, itemsize))
+
+
+def array_facts(ptr: int, shape: Sequence[int], strides: Sequence[int],
+                itemsize: int) -> tuple[bool, bool, bool]:
+    """(aligned16, unit_stride, whole_vectors) of an array, as ArraySpec defines
+    them (shapes and strides in elements)."""
+    aligned = not ptr & 15 and all(not (s * itemsize) & 15 for s in strides[:-1])
+    return (aligned, not strides or strides[-1] == 1,
+            not shape or not (shape[-1] * itemsize) & 15)
 
 
 @dataclass(frozen=True)
