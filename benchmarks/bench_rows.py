@@ -3,6 +3,8 @@ float32 and bfloat16: tilecore tile kernels (written in cuTile style) beside
 torch.softmax / torch.nn.functional.layer_norm and Triton kernels, with the
 copy bandwidth of the same run. GB/s counts the bytes that must move (input
 read once, output written once; layer-norm also reads weight and bias).
+Timed in the steady state (common.steady_ms: back-to-back calls over rotating
+buffers, many calls between two events).
 
     python benchmarks/bench_rows.py [--out DIR] [--sweep] [--repeat N]
 
@@ -10,6 +12,7 @@ read once, output written once; layer-norm also reads weight and bias).
 """
 from __future__ import annotations
 
+import functools
 import statistics
 import sys
 
@@ -19,7 +22,8 @@ import triton.language as tl
 
 import tilecore as ct
 from tilecore.samples import softmax_rows as softmax
-from common import bench_ms, copy_bandwidth_gbs, device_info, parse_out, print_table, write_json
+from common import (buffer_sets, copy_bandwidth_gbs, device_info, parse_out, print_table,
+                    steady_ms, write_json)
 
 ROWS = 16384
 
@@ -93,30 +97,71 @@ def sweep(stream) -> None:
     rows = []
     for dtype in (torch.float32, torch.bfloat16):
         for n in (1024, 4096):
-            x = torch.randn(ROWS, n, device="cuda", dtype=dtype)
-            y = torch.empty_like(x)
+            nbytes = 2 * ROWS * n * dtype.itemsize
+            sets = [(torch.randn(ROWS, n, device="cuda", dtype=dtype),
+                     torch.empty(ROWS, n, device="cuda", dtype=dtype))
+                    for _ in range(buffer_sets(nbytes))]
             w, b = torch.randn(n, device="cuda", dtype=dtype), torch.randn(n, device="cuda",
                                                                            dtype=dtype)
-            for name, base, args in (("softmax", softmax, (x, y, n)),
-                                     ("layer_norm", layer_norm, (x, w, b, y, 1e-5, n))):
+            for name, base in (("softmax", softmax), ("layer_norm", layer_norm)):
                 row = [name, str(dtype).replace("torch.", ""), n]
                 for threads in (64, 128, 256, 512, 1024):
                     k = ct.kernel(num_threads=threads)(base.pyfunc)
-                    ms = bench_ms(lambda: ct.launch(stream, (ROWS,), k, args))
-                    row.append(round(2 * x.numel() * x.element_size() / ms / 1e6, 1))
+                    args = [(x, y, n) if name == "softmax" else (x, w, b, y, 1e-5, n)
+                            for x, y in sets]
+                    ms = steady_ms([lambda a=a: ct.launch(stream, (ROWS,), k, a) for a in args])
+                    row.append(round(nbytes / ms / 1e6, 1))
                 rows.append(row)
     print_table("num_threads sweep, GB/s", ["op", "dtype", "cols", "64", "128", "256", "512",
                                              "1024"], rows)
 
 
 def _interleaved_medians(fns: dict, repeat: int) -> dict:
-    """Median time of each function over `repeat` rounds that run every function
-    once in turn, so that a slow stretch of the machine hits all of them alike."""
+    """Median time of each entry (a list of calls over buffer sets, for
+    steady_ms) over `repeat` rounds that run every entry once in turn, so that
+    a slow stretch of the machine hits all of them alike."""
     samples: dict = {k: [] for k in fns}
     for _ in range(repeat):
         for k, f in fns.items():
-            samples[k].append(bench_ms(f))
+            samples[k].append(steady_ms(f))
     return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def _check(x, y, w, b, stream) -> None:
+    """tilecore's kernels against torch in float32 on one input."""
+    n = x.shape[1]
+    ref = torch.softmax(x.float(), dim=1)
+    tol = 1e-5 if x.dtype == torch.float32 else 1e-2
+    for kernel in (softmax, softmax_rcp, softmax_approx):
+        ct.launch(stream, (ROWS,), kernel, (x, y, n))
+        assert torch.allclose(y.float(), ref, atol=tol, rtol=tol), f"{kernel.__name__} is wrong"
+    ct.launch(stream, (ROWS,), layer_norm, (x, w, b, y, 1e-5, n))
+    ref = torch.nn.functional.layer_norm(x.float(), (n,), w.float(), b.float(), 1e-5)
+    assert torch.allclose(y.float(), ref, atol=20 * tol, rtol=tol), "layer_norm is wrong"
+
+
+def _cases(stream, n: int, w, b) -> dict:
+    """Each op's contenders, as functions of one (x, y) buffer set."""
+    eps = 1e-5
+    return {
+        "softmax": {
+            "tilecore": lambda x, y: ct.launch(stream, (ROWS,), softmax, (x, y, n)),
+            "tilecore (x * 1/sum)": lambda x, y: ct.launch(stream, (ROWS,), softmax_rcp,
+                                                           (x, y, n)),
+            "tilecore (approx)": lambda x, y: ct.launch(stream, (ROWS,), softmax_approx,
+                                                        (x, y, n)),
+            "torch": lambda x, y: torch.softmax(x, dim=1),
+            "triton": lambda x, y: triton_softmax[(ROWS,)](x, y, n, n, BLOCK=n,
+                                                           num_warps=_warps(n)),
+        },
+        "layer_norm": {
+            "tilecore": lambda x, y: ct.launch(stream, (ROWS,), layer_norm,
+                                               (x, w, b, y, eps, n)),
+            "torch": lambda x, y: torch.nn.functional.layer_norm(x, (n,), w, b, eps),
+            "triton": lambda x, y: triton_layer_norm[(ROWS,)](x, w, b, y, n, n, eps, BLOCK=n,
+                                                              num_warps=_warps(n)),
+        },
+    }
 
 
 def main() -> None:
@@ -129,44 +174,17 @@ def main() -> None:
     rows, records = [], []
     for dtype in (torch.float32, torch.bfloat16):
         for n in (1024, 4096):
-            x = torch.randn(ROWS, n, device="cuda", dtype=dtype)
-            y = torch.empty_like(x)
+            nbytes = 2 * ROWS * n * dtype.itemsize
+            sets = [(torch.randn(ROWS, n, device="cuda", dtype=dtype),
+                     torch.empty(ROWS, n, device="cuda", dtype=dtype))
+                    for _ in range(buffer_sets(nbytes))]
             w = torch.randn(n, device="cuda", dtype=dtype)
             b = torch.randn(n, device="cuda", dtype=dtype)
-            eps = 1e-5
-            ct.launch(stream, (ROWS,), softmax, (x, y, n))
-            ref = torch.softmax(x.float(), dim=1)
-            tol = 1e-5 if dtype == torch.float32 else 1e-2
-            assert torch.allclose(y.float(), ref, atol=tol, rtol=tol), "tilecore softmax is wrong"
-            ct.launch(stream, (ROWS,), softmax_rcp, (x, y, n))
-            assert torch.allclose(y.float(), ref, atol=tol, rtol=tol), "softmax_rcp is wrong"
-            ct.launch(stream, (ROWS,), softmax_approx, (x, y, n))
-            assert torch.allclose(y.float(), ref, atol=tol, rtol=tol), "softmax_approx is wrong"
-            ct.launch(stream, (ROWS,), layer_norm, (x, w, b, y, eps, n))
-            ref = torch.nn.functional.layer_norm(x.float(), (n,), w.float(), b.float(), eps)
-            assert torch.allclose(y.float(), ref, atol=20 * tol, rtol=tol), "tilecore layer_norm is wrong"
-            nbytes = 2 * x.numel() * x.element_size()
-            cases = {
-                "softmax": {
-                    "tilecore": lambda: ct.launch(stream, (ROWS,), softmax, (x, y, n)),
-                    "tilecore (x * 1/sum)": lambda: ct.launch(stream, (ROWS,), softmax_rcp,
-                                                               (x, y, n)),
-                    "tilecore (approx)": lambda: ct.launch(stream, (ROWS,), softmax_approx,
-                                                           (x, y, n)),
-                    "torch": lambda: torch.softmax(x, dim=1),
-                    "triton": lambda: triton_softmax[(ROWS,)](x, y, n, n, BLOCK=n,
-                                                              num_warps=_warps(n)),
-                },
-                "layer_norm": {
-                    "tilecore": lambda: ct.launch(stream, (ROWS,), layer_norm,
-                                                  (x, w, b, y, eps, n)),
-                    "torch": lambda: torch.nn.functional.layer_norm(x, (n,), w, b, eps),
-                    "triton": lambda: triton_layer_norm[(ROWS,)](x, w, b, y, n, n, eps, BLOCK=n,
-                                                                 num_warps=_warps(n)),
-                },
-            }
-            for op, fns in cases.items():
-                moved = nbytes + (2 * n * x.element_size() if op == "layer_norm" else 0)
+            _check(*sets[0], w, b, stream)
+            for op, contenders in _cases(stream, n, w, b).items():
+                fns = {k: [functools.partial(f, x, y) for x, y in sets]
+                       for k, f in contenders.items()}
+                moved = nbytes + (2 * n * dtype.itemsize if op == "layer_norm" else 0)
                 times = _interleaved_medians(fns, repeat)
                 gbs = {k: moved / ms / 1e6 for k, ms in times.items()}
                 dname = str(dtype).replace("torch.", "")
@@ -174,13 +192,13 @@ def main() -> None:
                              round(gbs["tilecore (x * 1/sum)"], 1) if op == "softmax" else "",
                              round(gbs["tilecore (approx)"], 1) if op == "softmax" else "",
                              round(gbs["torch"], 1), round(gbs["triton"], 1),
+                             f"{100 * gbs['tilecore'] / gbs['triton']:.1f}%",
                              f"{100 * gbs['tilecore'] / copy_gbs:.1f}%"])
                 records.append({"op": op, "dtype": dname, "rows": ROWS, "cols": n,
-                                "ms": times, "gbs": gbs})
+                                "buffer_sets": len(sets), "ms": times, "gbs": gbs})
     print_table(f"row kernels, GB/s (copy bandwidth {copy_gbs:.0f} GB/s)",
                 ["op", "dtype", "shape", "tilecore", "tilecore, x * 1/sum", "tilecore, approx",
-                 "torch", "triton",
-                 "tilecore/copy"], rows)
+                 "torch", "triton", "tilecore/triton", "tilecore/copy"], rows)
     path = write_json(out, "rows", {**device_info(), "copy_gbs": copy_gbs, "results": records})
     print(f"wrote {path}")
 

@@ -415,41 +415,41 @@ static long launch_values(FastLaunch *self, unsigned long long stream, unsigned 
     return err;
 }
 
+/* One fast launch: 1 launched, 0 a guard failed (nothing done), -1 error. */
+static int fast_run(FastLaunch *self, PyObject *stream, PyObject *grid, PyObject *kargs) {
+    if (!PyTuple_CheckExact(kargs) || PyTuple_GET_SIZE(kargs) != self->n_args) return 0;
+    Gathered g;
+    g.n = g.n_layout = 0;
+    int r = gather(self, kargs, &g);
+    if (r == 1) r = layout_validated(self, &g);
+    if (r == 1) {
+        unsigned int dims[3];
+        unsigned long long handle;
+        long err = -1;
+        if (!grid_dims(self, grid, dims) && !stream_value(self, stream, &handle))
+            err = launch_values(self, handle, dims, &g);
+        if (err > 0) {
+            PyObject *f = PyObject_CallFunction(self->fail, "l(III)", err, dims[0], dims[1],
+                                                dims[2]);
+            Py_XDECREF(f);
+            if (f == NULL) err = -1;
+        }
+        if (err < 0) r = -1;
+    }
+    release(&g);
+    return r;
+}
+
 /* fast(stream, grid, args) -> bool (a vectorcall: no argument tuple is built) */
 static PyObject *fast_call(PyObject *callable, PyObject *const *argv, size_t nargsf,
                            PyObject *kwnames) {
-    FastLaunch *self = (FastLaunch *)callable;
     if (PyVectorcall_NARGS(nargsf) != 3 || (kwnames && PyTuple_GET_SIZE(kwnames))) {
         PyErr_SetString(PyExc_TypeError, "FastLaunch takes 3 positional arguments: "
                         "(stream, grid, args)");
         return NULL;
     }
-    PyObject *stream = argv[0], *grid = argv[1], *kargs = argv[2];
-    if (!PyTuple_CheckExact(kargs) || PyTuple_GET_SIZE(kargs) != self->n_args) Py_RETURN_FALSE;
-    Gathered g;
-    g.n = g.n_layout = 0;
-    PyObject *result = NULL;
-    int r = gather(self, kargs, &g);
-    if (r == 1) r = layout_validated(self, &g);
-    if (r < 0) goto done;
-    if (r == 0) {
-        result = Py_NewRef(Py_False);
-        goto done;
-    }
-    unsigned int dims[3];
-    unsigned long long handle;
-    if (grid_dims(self, grid, dims) || stream_value(self, stream, &handle)) goto done;
-    long err = launch_values(self, handle, dims, &g);
-    if (err < 0) goto done;
-    if (err > 0) {
-        PyObject *f = PyObject_CallFunction(self->fail, "l(III)", err, dims[0], dims[1], dims[2]);
-        if (f == NULL) goto done;
-        Py_DECREF(f);
-    }
-    result = Py_NewRef(Py_True);
-done:
-    release(&g);
-    return result;
+    int r = fast_run((FastLaunch *)callable, argv[0], argv[1], argv[2]);
+    return r < 0 ? NULL : Py_NewRef(r ? Py_True : Py_False);
 }
 
 static PyTypeObject FastLaunchType = {
@@ -466,6 +466,143 @@ static PyTypeObject FastLaunchType = {
     .tp_call = PyVectorcall_Call,
 };
 
+/*
+ * Dispatch: tilecore.launch itself, in C. A cached launch then costs no
+ * Python frame at all: launch(stream, grid, kernel, args) looks up the
+ * kernel's installed fast launcher (kernel.backend_cache["fast_launch"]) and
+ * runs it. Any other call of four positional arguments (no fast launcher
+ * yet, a failed guard, a non-kernel) goes to the Python `general` path; a
+ * call of another shape goes to `entry`, the Python tilecore.launch, whose
+ * signature raises the usual TypeError.
+ */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *kernel_type, *general, *entry, *dict;
+} Dispatch;
+
+static PyObject *s_backend_cache, *s_fast_launch;
+
+static PyObject *dispatch_call(PyObject *callable, PyObject *const *argv, size_t nargsf,
+                               PyObject *kwnames);
+
+static int dispatch_init(Dispatch *self, PyObject *args, PyObject *kwds) {
+    PyObject *kernel_type, *general, *entry;
+    if (kwds && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "Dispatch takes no keyword arguments");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "O!OO:Dispatch", &PyType_Type, &kernel_type, &general, &entry))
+        return -1;
+    if (!PyCallable_Check(general) || !PyCallable_Check(entry)) {
+        PyErr_SetString(PyExc_TypeError, "Dispatch: general and entry must be callable");
+        return -1;
+    }
+    Py_XSETREF(self->entry, Py_NewRef(entry));
+    Py_XSETREF(self->kernel_type, Py_NewRef(kernel_type));
+    Py_XSETREF(self->general, Py_NewRef(general));
+    self->vectorcall = dispatch_call;
+    return 0;
+}
+
+/* 1 launched by the kernel's fast launcher, 0 not, -1 error. */
+static int dispatch_fast(Dispatch *self, PyObject *const *argv) {
+    PyObject *kernel = argv[2];
+    if ((PyObject *)Py_TYPE(kernel) != self->kernel_type) return 0;
+    PyObject *cache = PyObject_GetAttr(kernel, s_backend_cache);
+    if (cache == NULL) return -1;
+    int r = 0;
+    PyObject *fast = PyDict_Check(cache) ? PyDict_GetItemWithError(cache, s_fast_launch) : NULL;
+    if (fast != NULL && Py_TYPE(fast) == &FastLaunchType) {
+        r = fast_run((FastLaunch *)fast, argv[0], argv[1], argv[3]);
+    } else if (fast != NULL) {  /* the generated Python fast launcher */
+        PyObject *call_args[3] = {argv[0], argv[1], argv[3]};
+        PyObject *res = PyObject_Vectorcall(fast, call_args, 3, NULL);
+        r = res == NULL ? -1 : PyObject_IsTrue(res);
+        Py_XDECREF(res);
+    } else if (PyErr_Occurred()) {
+        r = -1;
+    }
+    Py_DECREF(cache);
+    return r;
+}
+
+static PyObject *dispatch_call(PyObject *callable, PyObject *const *argv, size_t nargsf,
+                               PyObject *kwnames) {
+    Dispatch *self = (Dispatch *)callable;
+    if (PyVectorcall_NARGS(nargsf) != 4 || (kwnames && PyTuple_GET_SIZE(kwnames)))
+        return PyObject_Vectorcall(self->entry, argv, nargsf, kwnames);
+    int r = dispatch_fast(self, argv);
+    if (r < 0) return NULL;
+    if (r) Py_RETURN_NONE;
+    return PyObject_Vectorcall(self->general, argv, nargsf, kwnames);
+}
+
+static int dispatch_traverse(Dispatch *self, visitproc visit, void *arg) {
+    Py_VISIT(self->kernel_type);
+    Py_VISIT(self->general);
+    Py_VISIT(self->entry);
+    Py_VISIT(self->dict);
+    return 0;
+}
+
+static int dispatch_clear(Dispatch *self) {
+    Py_CLEAR(self->kernel_type);
+    Py_CLEAR(self->general);
+    Py_CLEAR(self->entry);
+    Py_CLEAR(self->dict);
+    return 0;
+}
+
+static void dispatch_dealloc(Dispatch *self) {
+    PyObject_GC_UnTrack(self);
+    dispatch_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *dispatch_get(PyObject *self, PyObject *obj, PyObject *type) {
+    return Py_NewRef(self);  /* a plain function stored on a class stays unbound */
+}
+
+static PyObject *dispatch_repr(PyObject *self) {
+    return PyUnicode_FromString("<tilecore.launch (C dispatch)>");
+}
+
+static PyGetSetDef dispatch_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL},
+};
+
+static PyTypeObject DispatchType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tilecore.runtime._cudriver.Dispatch",
+    .tp_basicsize = sizeof(Dispatch),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
+    .tp_vectorcall_offset = offsetof(Dispatch, vectorcall),
+    .tp_dictoffset = offsetof(Dispatch, dict),
+    .tp_doc = "Dispatch(kernel_type, general, entry): launch(stream, grid, kernel, args) "
+              "through the kernel's fast launcher, else general(stream, grid, kernel, args).",
+    .tp_repr = dispatch_repr,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)dispatch_init,
+    .tp_traverse = (traverseproc)dispatch_traverse,
+    .tp_clear = (inquiry)dispatch_clear,
+    .tp_dealloc = (destructor)dispatch_dealloc,
+    .tp_descr_get = dispatch_get,
+    .tp_getset = dispatch_getset,
+    .tp_call = PyVectorcall_Call,
+};
+
+static int add_type(PyObject *module, PyTypeObject *type, const char *name) {
+    if (PyType_Ready(type) < 0) return -1;
+    Py_INCREF(type);
+    if (PyModule_AddObject(module, name, (PyObject *)type) < 0) {
+        Py_DECREF(type);
+        return -1;
+    }
+    return 0;
+}
+
 int tc_add_fast_launch(PyObject *module) {
     struct { PyObject **slot; const char *text; } names[] = {
         {&s_dtype, "dtype"}, {&s_is_cuda, "is_cuda"}, {&s_get_device, "get_device"}, {&s_data_ptr, "data_ptr"},
@@ -474,11 +611,9 @@ int tc_add_fast_launch(PyObject *module) {
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!(*names[i].slot = PyUnicode_InternFromString(names[i].text))) return -1;
-    if (PyType_Ready(&FastLaunchType) < 0) return -1;
-    Py_INCREF(&FastLaunchType);
-    if (PyModule_AddObject(module, "FastLaunch", (PyObject *)&FastLaunchType) < 0) {
-        Py_DECREF(&FastLaunchType);
+    if (!(s_backend_cache = PyUnicode_InternFromString("backend_cache")) ||
+        !(s_fast_launch = PyUnicode_InternFromString("fast_launch")))
         return -1;
-    }
-    return 0;
+    return add_type(module, &FastLaunchType, "FastLaunch") ||
+           add_type(module, &DispatchType, "Dispatch") ? -1 : 0;
 }

@@ -120,6 +120,9 @@ def _chunk_loop(ctx: Ctx, acc: _TileAccess, v: int, lay: Layout, chunk, checked:
     ctx.close()
 
 
+_WORDS = {4: "unsigned int", 8: "uint2", 16: "uint4"}  # raw types of 4-, 8- and 16-byte vectors
+
+
 def _keep_packed(ctx: Ctx, op: Op, arr: ArrayArg) -> bool:
     """Hold a 16-bit float load as packed words (tc::Packed16) when its only
     uses convert it to float32 and it moves whole vectors: the registers then
@@ -155,6 +158,15 @@ def _load(ctx: Ctx, op: Op) -> None:
         # separate registers, 16- and 8-bit tiles would need a register per element.
         vec = f"tc::Vec<{ct}, {v}>"
         cond = acc.in_bounds(v) if checked else ""
+        if packed and not cond:
+            # Raw words straight into the packed registers: through a vector of
+            # 16-bit values, the compiler re-packs them with moves that wait on
+            # the load right after it is issued (so loads never overlap).
+            words = _WORDS[v * arr.dtype.itemsize]
+            ctx.line(f"const {words} q = *reinterpret_cast<const {words}*>("
+                     f"{arr.ptr} + ({acc.offset()}));")
+            ctx.line(f"memcpy(&{out}.w[k0 / 2], &q, sizeof(q));")
+            return
         ctx.line(f"{vec} w;")
         load = f"w = *reinterpret_cast<const {vec}*>({arr.ptr} + ({acc.offset()}));"
         if not cond:

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 from ..core import Function
 from ..verify import verify
+from .hoist_loads import hoist_loads
 
 __all__ = ["run_pipeline", "PIPELINE"]
 
 PIPELINE = (
-    # Catch a front-end bug before any backend builds on it.
+    # First: catch a front-end bug before any pass builds on it.
+    verify,
+    # Last of the transformations: it only reorders ops, and works best on the final op list.
+    hoist_loads,
+    # After every transformation: the backends rely on these invariants.
     verify,
 )
 
