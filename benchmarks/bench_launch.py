@@ -13,7 +13,6 @@ import cupy as cp
 import torch
 
 import tilecore as ct
-from tilecore.host import launch as launch_module
 from kernels import triton_add
 from common import device_info, parse_out, print_table, write_json
 
@@ -125,7 +124,6 @@ def main() -> None:
     raw = stream.cuda_stream
     own = torch.cuda.Stream().cuda_stream  # PyTorch creates its streams non-blocking
     sync = torch.cuda.synchronize
-    python_launch = launch_module.launch  # what tilecore.launch is without the C extension
     results = {
         "tilecore (torch stream)": host_us(lambda: ct.launch(stream, (1,), small_add, (a, b, c, N)),
                                            sync),
@@ -133,8 +131,6 @@ def main() -> None:
                                          sync),
         "tilecore (cupy arrays)": host_us(lambda: ct.launch(raw, (1,), small_add,
                                                             (ca, cb, cc, N)), sync),
-        "tilecore (cupy arrays, Python tilecore.launch)": host_us(
-            lambda: python_launch(raw, (1,), small_add, (ca, cb, cc, N)), sync),
         "tilecore (torch tensors, non-blocking stream)": host_us(
             lambda: ct.launch(own, (1,), small_add, (a, b, c, N)), sync),
         "triton": host_us(lambda: triton_add[(1,)](a, b, c, N, BLOCK=N), sync),

@@ -55,19 +55,21 @@ def steady_ms(fns: Sequence[Callable[[], object]], min_calls: int = 20, groups: 
 
     queue_group()  # warm-up (and compilation)
     torch.cuda.synchronize()
-    sleep_ms = 4e3 * queue_group() + 0.1
+    sleep_ms = 10e3 * queue_group() + 0.5
     torch.cuda.synchronize()
-    times = []
-    for _ in range(groups):
+    times: list[float] = []
+    while len(times) < groups:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         torch.cuda._sleep(int(sleep_ms * _sleep_cycles_per_ms()))
         start.record()
         queued_ms = 1e3 * queue_group()
         end.record()
         end.synchronize()
-        if queued_ms > sleep_ms:
-            raise RuntimeError(f"steady_ms: queueing took {queued_ms:.2f} ms, longer than the "
-                               f"{sleep_ms:.2f} ms sleeping kernel it hides behind")
+        if queued_ms > 0.8 * sleep_ms:  # the GPU may have waited for the host: time it again
+            sleep_ms *= 2
+            if sleep_ms > 1e4:
+                raise RuntimeError("steady_ms: the host cannot queue a group within 10 s")
+            continue
         times.append(start.elapsed_time(end) / per_group)
     return statistics.median(times)
 

@@ -21,8 +21,7 @@ TILECORE_ARCH               Target architecture for compilation (``sm_90``),
                             overriding the one read from the device.
 TILECORE_NATIVE             ``0`` calls the CUDA driver through cuda.bindings
                             instead of tilecore's C extension (default ``1``:
-                            the extension when it was built). Read at
-                            import for ``tilecore.launch`` itself.
+                            the extension when it was built).
 ==========================  =================================================
 """
 from __future__ import annotations

@@ -8,13 +8,11 @@ __cuda_array_interface__ is far too slow for every launch).
 """
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import numpy as np
 
 from ..kernel import Kernel
-from ..runtime.driver import native_module
 from .classify import check_arg_count, normalize_grid
 
 __all__ = ["launch"]
@@ -65,12 +63,7 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /) -> None:
         fast = kernel.backend_cache.get("fast_launch")
         if fast is not None and fast(stream, grid, kernel_args):
             return
-    _launch_general(stream, grid, kernel, kernel_args)
-
-
-def _launch_general(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /) -> None:
-    """Every launch the kernel's fast launcher did not take: check, route, run."""
-    if type(kernel) is not Kernel:
+    else:
         raise TypeError(f'Invalid argument "kernel" of launch(): expected a @tilecore.kernel, '
                         f"got {type(kernel).__name__}")
     grid3 = normalize_grid(grid)
@@ -83,20 +76,6 @@ def _launch_general(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /)
         return
     from .cpu import launch_cpu
     launch_cpu(kernel, grid3, args)
-
-
-def _native_launch() -> Any:
-    """`launch` as the C extension's Dispatch (no Python frame on a cached
-    launch), or the Python function when the extension is absent or off."""
-    native = native_module()
-    if native is None:
-        return launch
-    dispatch = native.Dispatch(Kernel, _launch_general, launch)
-    functools.update_wrapper(dispatch, launch)
-    return dispatch
-
-
-launch = _native_launch()
 
 
 _GPU_LAUNCH: list = []
