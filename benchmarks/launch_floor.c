@@ -3,13 +3,16 @@
  * one cuLaunchKernel called from C in a tight loop (an empty kernel with the
  * same parameter list as bench_launch's add: 3 x (pointer, int, int) + int),
  * timed per call like bench_launch.py does (sync every 200 launches), on the
- * legacy default stream, the per-thread default stream and a non-blocking stream.
+ * legacy default stream, the per-thread default stream and a non-blocking stream;
+ * then on the legacy stream again with the parameters passed as one packed
+ * buffer (CU_LAUNCH_PARAM_BUFFER_POINTER) instead of an array of pointers.
  *
  *   gcc -O2 -o /tmp/launch_floor benchmarks/launch_floor.c -ldl && /tmp/launch_floor
  */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 typedef int (*fn_t)();
@@ -48,22 +51,34 @@ int main(void) {
     void *params[] = {&p, &v, &v, &p, &v, &v, &p, &v, &v, &v};
     void *non_blocking;
     CHECK(stream_create(&non_blocking, 1 /* CU_STREAM_NON_BLOCKING */));
-    struct { const char *name; void *stream; } streams[] = {
-        {"legacy default stream", NULL},
-        {"per-thread default stream", (void *)2 /* CU_STREAM_PER_THREAD */},
-        {"non-blocking stream", non_blocking},
+    /* The same values packed at their offsets: u64, u32, u32 three times, then u32. */
+    unsigned char packed[56] __attribute__((aligned(8))) = {0};
+    for (int k = 0; k < 3; k++) {
+        memcpy(packed + 16 * k + 8, &v, 4);
+        memcpy(packed + 16 * k + 12, &v, 4);
+    }
+    memcpy(packed + 48, &v, 4);
+    size_t packed_size = 52;
+    void *extra[] = {(void *)1 /* CU_LAUNCH_PARAM_BUFFER_POINTER */, packed,
+                     (void *)2 /* CU_LAUNCH_PARAM_BUFFER_SIZE */, &packed_size,
+                     (void *)0 /* CU_LAUNCH_PARAM_END */};
+    struct { const char *name; void *stream; void **params, **extra; } streams[] = {
+        {"legacy default stream", NULL, params, NULL},
+        {"per-thread default stream", (void *)2 /* CU_STREAM_PER_THREAD */, params, NULL},
+        {"non-blocking stream", non_blocking, params, NULL},
+        {"legacy default stream, one parameter buffer", NULL, NULL, extra},
     };
     enum { N = 20000, WARM = 500, SYNC = 200 };
     static double t[N];
-    for (int s = 0; s < 3; s++) {
-        void *stream = streams[s].stream;
+    for (int s = 0; s < 4; s++) {
+        void *stream = streams[s].stream, **kp = streams[s].params, **ex = streams[s].extra;
         for (int i = 0; i < WARM; i++)
-            CHECK(launch(fn, 1, 1, 1, 128, 1, 1, 0, stream, params, NULL));
+            CHECK(launch(fn, 1, 1, 1, 128, 1, 1, 0, stream, kp, ex));
         CHECK(sync());
         for (int i = 0; i < N; i++) {
             struct timespec a, b;
             clock_gettime(CLOCK_MONOTONIC, &a);
-            launch(fn, 1, 1, 1, 128, 1, 1, 0, stream, params, NULL);
+            launch(fn, 1, 1, 1, 128, 1, 1, 0, stream, kp, ex);
             clock_gettime(CLOCK_MONOTONIC, &b);
             t[i] = (b.tv_sec - a.tv_sec) * 1e6 + (b.tv_nsec - a.tv_nsec) / 1e3;
             if (i % SYNC == SYNC - 1) sync();
