@@ -8,7 +8,7 @@ from tilecore.backend.cuda.codegen import RULES
 from tilecore.ir.ops import OPS
 from tilecore.language import dtypes as D
 
-from kernels import control_kernel, dtype_kernel
+from kernels import I32, control_kernel, dtype_kernel
 
 ARCHS = ("sm_80", "sm_90")
 SPECS = {0: ArraySpec(True, True), 1: ArraySpec(True, True), 2: ArraySpec(False, True)}
@@ -78,9 +78,33 @@ def test_param_format_and_slots():
     assert g.smem_bytes % 16 == 0 and g.smem_bytes >= 512 * 2
 
 
+def _copy_kernel(dt: D.DType, n: int):
+    """y[bid] = x[bid] over 1-d tiles of n elements."""
+    from ir_builder import Builder
+    b = Builder(f"copy_{dt.name}_{n}")
+    x, y = b.array("x", dt, 1), b.array("y", dt, 1)
+    bx = b.op("bid", (), (I32,), axis=0)
+    b.store(y, b.load(x, [bx], (n,)), [bx])
+    return b.fn
+
+
+@pytest.mark.parametrize("dt, n, threads", [
+    (D.float32, 1024, 128),    # 1024 / (2 * 4): two float4 per thread
+    (D.bfloat16, 1024, 64),    # 1024 / (2 * 8)
+    (D.int8, 1024, 32),        # 1024 / (2 * 16)
+    (D.float32, 4096, 512),    # 4096 / 8
+    (D.float32, 16384, 512),   # capped
+    (D.float32, 64, 32),       # at least a warp
+    (D.float64, 1024, 256),    # 1024 / (2 * 2)
+])
+def test_block_size_is_two_vectors_of_the_largest_tile_per_thread(dt, n, threads):
+    specs = {0: ArraySpec(True, True), 1: ArraySpec(True, True)}
+    assert generate(_copy_kernel(dt, n), specs, CodegenOptions()).block_threads == threads
+
+
 def test_block_size_choice_and_validation():
-    fn = dtype_kernel(D.int8).fn
-    assert generate(fn, SPECS, CodegenOptions()).block_threads == 64  # 512 / 8
+    fn = dtype_kernel(D.int8).fn  # 16x32 tiles of int8: 512 / (2 * 16) -> at least 32
+    assert generate(fn, SPECS, CodegenOptions()).block_threads == 32
     assert generate(fn, SPECS, CodegenOptions(num_threads=512)).block_threads == 512
     for bad in (16, 48, 2048):
         with pytest.raises(ValueError):

@@ -66,12 +66,15 @@ def _largest_tile(fn: Function) -> int:
 
 def choose_threads(fn: Function, num_threads: int | None) -> int:
     """Block size: the override if given (a power of two in [32, 1024]), else
-    the largest tile's N / 8 clamped to [32, 256]."""
+    enough threads that each holds two full vectors of the largest tile,
+    N / (2 VK), clamped to [32, 512]. Two 16-byte accesses in flight per thread
+    and per array was the best block size (or within 0.4%) of every row kernel
+    on the H100 (benchmarks/bench_rows.py --sweep)."""
     if num_threads is not None:
         if num_threads < 32 or num_threads > 1024 or num_threads & (num_threads - 1):
             raise ValueError(f"num_threads must be a power of two in [32, 1024], got {num_threads}")
         return num_threads
-    t = min(max(_largest_tile(fn) // 8, 32), 256)
+    t = min(max(_largest_tile(fn) // (2 * kernel_vector_width(fn)), 32), 512)
     return 1 << (t.bit_length() - 1)
 
 
