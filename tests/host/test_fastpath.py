@@ -189,6 +189,27 @@ def test_single_gpu_checks_is_cuda_instead_of_the_ordinal(native):
     assert len(rec.calls) == 1
 
 
+def test_single_gpu_skips_the_cupy_device_check(native):
+    class NoDeviceId:
+        ptr = 0x2000
+
+        @property
+        def device_id(self):
+            raise AssertionError("device_id read in a one-GPU process")
+
+    rec = Recorder()
+    key = ((D.float32, 1, True, True, True),)
+    a = FakeCupy(0x2000, (8,), (4,))
+    a.data = NoDeviceId()
+    fast = make_fast_launch(key, (a,), 0, {(0x2000, 8, 1): 0}, rec, rec.fail, native=native,
+                            only_device=True)
+    assert fast(None, (1,), (a,)) is True
+    assert rec.calls == [(0, (1, 1, 1), (0x2000, 8, 1))]
+    checked = make_fast_launch(key, (a,), 0, {(0x2000, 8, 1): 0}, rec, rec.fail, native=native)
+    with pytest.raises(AssertionError, match="device_id read"):
+        checked(None, (1,), (a,))
+
+
 def test_uninitialized_c_fast_launch_raises():
     from tilecore.runtime import _cudriver
     fast = _cudriver.FastLaunch.__new__(_cudriver.FastLaunch)

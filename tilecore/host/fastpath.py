@@ -36,9 +36,9 @@ def fast_specs(key: tuple, args: Sequence[Any], device: int, only_device: bool =
     ("i32",), ("f32",), or (library, type, dtype, device, ndim, itemsize,
     aligned, unit stride, whole vectors) for "torch" and "cupy" arrays.
 
-    With `only_device` (the process sees one GPU) a torch tensor's device is
-    -1: any CUDA tensor is on it, and `is_cuda` is a cheaper check than
-    `get_device()`."""
+    With `only_device` (the process sees one GPU) an array's device is -1:
+    any CUDA tensor is on it (`is_cuda` is a cheaper check than
+    `get_device()`), and so is any CuPy array (no device check at all)."""
     specs = []
     for part, value in zip(key, args):
         if isinstance(part, tuple) and part[0] == "c":
@@ -55,7 +55,7 @@ def fast_specs(key: tuple, args: Sequence[Any], device: int, only_device: bool =
             if root not in ("torch", "cupy"):
                 return None
             dtype, ndim, aligned, unit, whole = part
-            on = -1 if root == "torch" and only_device else device
+            on = -1 if only_device else device
             specs.append((root, type(value), value.dtype, on, ndim, dtype.itemsize,
                           aligned, unit, whole))
     return specs
@@ -92,8 +92,9 @@ def _array_lines(i: int, spec: tuple, ns: dict) -> list[str]:
                   f"p{i} = {a}.data_ptr()", f"sh{i} = {a}.shape", f"st{i} = {a}.stride()"]
         item_div = ""
     else:
+        on_device = "" if device < 0 else f" or m{i}.device_id != {device}"
         lines += [f"m{i} = {a}.data",
-                  f"if {a}.dtype != D{i} or m{i}.device_id != {device}: return False",
+                  f"if {a}.dtype != D{i}{on_device}: return False",
                   f"p{i} = m{i}.ptr", f"sh{i} = {a}.shape", f"st{i} = {a}.strides"]
         item_div = f" // {item}"
     lines.append(f"if len(sh{i}) != {ndim}: return False")

@@ -74,7 +74,7 @@ static void fast_dealloc(FastLaunch *self) {
 
 /* One spec tuple: ("const", type, value), ("i32",), ("f32",) or
  * ("torch" | "cupy", type, dtype, device, ndim, itemsize, aligned, unit, whole);
- * a torch device of -1 means "the process's only GPU". */
+ * a device of -1 means "the process's only GPU". */
 static int parse_spec(PyObject *t, ArgSpec *spec, Py_ssize_t *n_values, Py_ssize_t *n_layout) {
     const char *kind;
     PyObject *type = NULL, *value = NULL;
@@ -232,10 +232,12 @@ static int gather_array(const ArgSpec *s, PyObject *a, Gathered *g) {
         if (!(strides = PyObject_CallMethodNoArgs(a, s_stride))) goto error;
     } else {
         if (!(mem = PyObject_GetAttr(a, s_data))) return -1;
-        if (!(tmp = PyObject_GetAttr(mem, s_device_id))) goto error;
-        int ok = exact_int(tmp, &device);
-        Py_DECREF(tmp);
-        if (!ok || device != s->device) goto done;
+        if (s->device >= 0) {  /* else the process's only GPU: every CuPy array is on it */
+            if (!(tmp = PyObject_GetAttr(mem, s_device_id))) goto error;
+            int ok = exact_int(tmp, &device);
+            Py_DECREF(tmp);
+            if (!ok || device != s->device) goto done;
+        }
         if (!(ptr_o = PyObject_GetAttr(mem, s_ptr))) goto error;
         if (!(shape = PyObject_GetAttr(a, s_shape))) goto error;
         if (!(strides = PyObject_GetAttr(a, s_strides))) goto error;
