@@ -1,6 +1,7 @@
 """Host overhead of a cached launch of a small kernel: median host time of
 one launch call (no synchronization inside the timed region), for tilecore,
-Triton, CuPy element-wise and PyTorch, measured in one run.
+Triton, CuPy element-wise and PyTorch, measured in one run, in interleaved
+rounds (the host is a VM whose speed drifts within seconds).
 
     python benchmarks/bench_launch.py [--out DIR]
 """
@@ -28,23 +29,33 @@ def small_add(a, b, c, TILE: ct.Constant[int]):
              ct.load(b, index=(bid,), shape=(TILE,)))
 
 
-def host_us(fn, sync) -> dict:
-    for _ in range(500):
-        fn()
-    sync()
-    samples = []
+def host_us(cases: dict, rounds: int = 10) -> dict:
+    """Median, p10 and p90 host time of one call of each case (name -> (fn,
+    sync)), no synchronization inside the timed region. The cases take turns,
+    LAUNCHES / rounds calls at a time, so that a busy stretch of the (virtual)
+    host hits all of them alike."""
+    samples: dict = {name: [] for name in cases}
     clock = time.perf_counter_ns
-    for i in range(LAUNCHES):
-        t0 = clock()
-        fn()
-        samples.append(clock() - t0)
-        if i % SYNC_EVERY == SYNC_EVERY - 1:
+    for _ in range(rounds):
+        for name, (fn, sync) in cases.items():
+            for _ in range(50):
+                fn()
             sync()
-    sync()
-    samples.sort()
-    return {"median_us": statistics.median(samples) / 1e3,
-            "p10_us": samples[len(samples) // 10] / 1e3,
-            "p90_us": samples[9 * len(samples) // 10] / 1e3}
+            out = samples[name]
+            for i in range(LAUNCHES // rounds):
+                t0 = clock()
+                fn()
+                out.append(clock() - t0)
+                if i % SYNC_EVERY == SYNC_EVERY - 1:
+                    sync()
+            sync()
+    stats = {}
+    for name, values in samples.items():
+        values.sort()
+        stats[name] = {"median_us": statistics.median(values) / 1e3,
+                       "p10_us": values[len(values) // 10] / 1e3,
+                       "p90_us": values[9 * len(values) // 10] / 1e3}
+    return stats
 
 
 def breakdown(a, b, c, raw, stream, sync) -> dict:
@@ -85,8 +96,10 @@ def breakdown(a, b, c, raw, stream, sync) -> dict:
     noop_launcher = type("NoLaunch", (), {"launch": staticmethod(lambda *v: 0)})()
 
     def guards_only(key, example, native):
-        """A fast launcher whose launch does nothing: the argument work alone."""
-        return make_fast_launch(key, example, 0, validated, noop_launcher, None, native=native)
+        """A fast launcher whose launch does nothing: the argument work alone
+        (as installed in a one-GPU process)."""
+        return make_fast_launch(key, example, 0, validated, noop_launcher, None, native=native,
+                                only_device=True)
 
     stages = {}
     for native in (True, False):
@@ -94,23 +107,22 @@ def breakdown(a, b, c, raw, stream, sync) -> dict:
         fast_torch = guards_only(key, args, native)
         fast_cupy = guards_only(cupy_key, cupy_args, native)
         assert fast_torch(raw, (1,), args) and fast_cupy(raw, (1,), cupy_args)
-        stages[f"stage: {impl} fast launcher, no launch (torch args)"] = host_us(
-            lambda: fast_torch(raw, (1,), args), noop)
-        stages[f"stage: {impl} fast launcher, no launch (CuPy args)"] = host_us(
-            lambda: fast_cupy(raw, (1,), cupy_args), noop)
+        stages[f"stage: {impl} fast launcher, no launch (torch args)"] = (
+            lambda f=fast_torch: f(raw, (1,), args), noop)
+        stages[f"stage: {impl} fast launcher, no launch (CuPy args)"] = (
+            lambda f=fast_cupy: f(raw, (1,), cupy_args), noop)
     return {
         **stages,
-        "stage: 3x array_fields(torch)": host_us(
+        "stage: 3x array_fields(torch)": (
             lambda: (array_fields(a, "a"), array_fields(b, "b"), array_fields(c, "c")), noop),
-        "stage: _scan (args -> key, values)": host_us(lambda: gpu._scan(small_add, args), noop),
-        "stage: LoadedKernel.launch": host_us(lambda: loaded.launch(raw, (1, 1, 1), values),
-                                              sync),
-        "stage: C launcher (pack + context check + cuLaunchKernel)": host_us(
+        "stage: _scan (args -> key, values)": (lambda: gpu._scan(small_add, args), noop),
+        "stage: LoadedKernel.launch": (lambda: loaded.launch(raw, (1, 1, 1), values), sync),
+        "stage: C launcher (pack + context check + cuLaunchKernel)": (
             lambda: c_launch(raw, 1, 1, 1, values), sync),
-        "stage: cuda.bindings launcher (fallback)": host_us(
+        "stage: cuda.bindings launcher (fallback)": (
             lambda: bindings.launch(raw, 1, 1, 1, values), sync),
-        "stage: bare cuLaunchKernel (cuda.bindings)": host_us(bare, sync),
-        "stage: stream_handle(torch stream)": host_us(lambda: stream_handle(stream), noop),
+        "stage: bare cuLaunchKernel (cuda.bindings)": (bare, sync),
+        "stage: stream_handle(torch stream)": (lambda: stream_handle(stream), noop),
     }
 
 
@@ -124,20 +136,23 @@ def main() -> None:
     raw = stream.cuda_stream
     own = torch.cuda.Stream().cuda_stream  # PyTorch creates its streams non-blocking
     sync = torch.cuda.synchronize
-    results = {
-        "tilecore (torch stream)": host_us(lambda: ct.launch(stream, (1,), small_add, (a, b, c, N)),
-                                           sync),
-        "tilecore (raw handle)": host_us(lambda: ct.launch(raw, (1,), small_add, (a, b, c, N)),
-                                         sync),
-        "tilecore (cupy arrays)": host_us(lambda: ct.launch(raw, (1,), small_add,
-                                                            (ca, cb, cc, N)), sync),
-        "tilecore (torch tensors, non-blocking stream)": host_us(
+    cases = {
+        "tilecore (torch stream)": (
+            lambda: ct.launch(stream, (1,), small_add, (a, b, c, N)), sync),
+        "tilecore (raw handle)": (lambda: ct.launch(raw, (1,), small_add, (a, b, c, N)), sync),
+        "tilecore (cupy arrays)": (lambda: ct.launch(raw, (1,), small_add, (ca, cb, cc, N)),
+                                   sync),
+        "tilecore (torch tensors, non-blocking stream)": (
             lambda: ct.launch(own, (1,), small_add, (a, b, c, N)), sync),
-        "triton": host_us(lambda: triton_add[(1,)](a, b, c, N, BLOCK=N), sync),
-        "cupy elementwise": host_us(lambda: cp.add(ca, cb, out=cc), sync),
-        "torch.add": host_us(lambda: torch.add(a, b, out=c), sync),
+        "triton": (lambda: triton_add[(1,)](a, b, c, N, BLOCK=N), sync),
+        "cupy elementwise": (lambda: cp.add(ca, cb, out=cc), sync),
+        "torch.add": (lambda: torch.add(a, b, out=c), sync),
     }
-    results.update(breakdown(a, b, c, raw, stream, sync))
+    for fn, _ in cases.values():  # compile, load and validate before the breakdown reads them
+        fn()
+    sync()
+    cases.update(breakdown(a, b, c, raw, stream, sync))
+    results = host_us(cases)
     print_table(f"host time per cached launch, us ({LAUNCHES} launches)",
                 ["launcher", "median", "p10", "p90"],
                 [[k, round(v["median_us"], 2), round(v["p10_us"], 2), round(v["p90_us"], 2)]
