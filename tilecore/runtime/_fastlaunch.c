@@ -468,16 +468,6 @@ static PyTypeObject FastLaunchType = {
     .tp_call = PyVectorcall_Call,
 };
 
-static int add_type(PyObject *module, PyTypeObject *type, const char *name) {
-    if (PyType_Ready(type) < 0) return -1;
-    Py_INCREF(type);
-    if (PyModule_AddObject(module, name, (PyObject *)type) < 0) {
-        Py_DECREF(type);
-        return -1;
-    }
-    return 0;
-}
-
 int tc_add_fast_launch(PyObject *module) {
     struct { PyObject **slot; const char *text; } names[] = {
         {&s_dtype, "dtype"}, {&s_is_cuda, "is_cuda"}, {&s_get_device, "get_device"}, {&s_data_ptr, "data_ptr"},
@@ -486,5 +476,11 @@ int tc_add_fast_launch(PyObject *module) {
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!(*names[i].slot = PyUnicode_InternFromString(names[i].text))) return -1;
-    return add_type(module, &FastLaunchType, "FastLaunch");
+    if (PyType_Ready(&FastLaunchType) < 0) return -1;
+    Py_INCREF(&FastLaunchType);
+    if (PyModule_AddObject(module, "FastLaunch", (PyObject *)&FastLaunchType) < 0) {
+        Py_DECREF(&FastLaunchType);
+        return -1;
+    }
+    return 0;
 }
