@@ -115,6 +115,52 @@ def test_grid_and_stream_errors_match_the_general_path(native):
     assert rec.calls == []
 
 
+class FakeTorchStream:
+    """A stream type whose handle is a property, as torch.cuda.Stream's cuda_stream."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    @property
+    def cuda_stream(self):
+        return self.handle
+
+
+class FakeCupyStream:
+    def __init__(self, handle):
+        self.handle = handle
+
+    @property
+    def ptr(self):
+        return self.handle
+
+
+class ProtocolStream:
+    def __init__(self, handle):
+        self.handle = handle
+
+    def __cuda_stream__(self):
+        return (0, self.handle)
+
+
+FakeTorchStream.__module__ = "torch.cuda.fake"
+FakeCupyStream.__module__ = "cupy.cuda.fake"
+
+
+def test_stream_objects_give_their_handles(native):
+    fast, rec = _fast(native)
+    t = FakeTensor(0x2000, (4, 8), (8, 1))
+    streams = [FakeTorchStream(11), FakeTorchStream(12), FakeCupyStream(13), ProtocolStream(14),
+               ProtocolStream(15), FakeTorchStream(16), None, 17]
+    for stream in streams:  # type changes in between: each is read the right way
+        assert fast(stream, (1,), (t, 1, 1.0, 64)) is True
+    assert [c[0] for c in rec.calls] == [11, 12, 13, 14, 15, 16, 0, 17]
+    with pytest.raises(TypeError, match='Invalid argument "stream"'):
+        fast(object(), (1,), (t, 1, 1.0, 64))
+    assert fast(FakeTorchStream(18), (1,), (t, 1, 1.0, 64)) is True
+    assert rec.calls[-1][0] == 18
+
+
 def test_launch_errors_are_raised(native):
     fast, rec = _fast(native, result=700)
     with pytest.raises(RuntimeError, match="launch failed: 700"):
@@ -166,13 +212,15 @@ def test_no_reference_leaks(native):
     args = (t, 7, 2.5, 64)
     bad = (FakeTensor(0x2000, (4, 8), (16, 2)), 7, 2.5, 64)
     import sys
-    watched = (t, t.ptr, t.shape, t.strides_, args, bad)
+    stream = FakeTorchStream(1 << 40)
+    watched = (t, t.ptr, t.shape, t.strides_, args, bad, stream, stream.handle)
     fast(None, (1,), args)
+    fast(stream, (1,), args)
     rec.calls.clear()  # the recorded values hold references
     before = [sys.getrefcount(o) for o in watched]
     for _ in range(1000):
         assert fast(None, (1,), args) is True
-        assert fast(None, (2, 2), args) is True
+        assert fast(stream, (2, 2), args) is True
         assert fast(None, (1,), bad) is False
         rec.calls.clear()
     assert [sys.getrefcount(o) for o in watched] == before

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Sequence
 
 from ..runtime.driver import native_module
-from ..runtime.streams import stream_handle
+from ..runtime.streams import handle_attribute, stream_handle
 from .classify import normalize_grid
 
 __all__ = ["fast_specs", "make_fast_launch"]
@@ -76,7 +76,8 @@ def make_fast_launch(key: tuple, args: Sequence[Any], device: int, validated: di
     mod = native_module() if native else None
     if mod is not None:
         target = launcher if isinstance(launcher, mod.Launcher) else launcher.launch
-        return mod.FastLaunch(target, specs, validated, fail, normalize_grid, stream_handle)
+        return mod.FastLaunch(target, specs, validated, fail, normalize_grid, stream_handle,
+                              handle_attribute)
     return _python_fast_launch(specs, validated, launcher.launch, fail)
 
 

@@ -40,6 +40,8 @@ typedef struct {
     PyObject *launcher;   /* a Launcher, or a callable */
     PyObject *validated;  /* dict: arrays' (ptr, shape..., strides...) checked by the general path */
     PyObject *fail, *grid_fn, *stream_fn;
+    PyObject *stream_attribute_fn;  /* type -> the attribute holding its handle, or None */
+    PyObject *stream_type, *stream_attr;  /* the last stream type seen and that attribute */
     Py_ssize_t n_args, n_values, n_layout;
     ArgSpec *specs;
     int have_last;
@@ -69,6 +71,9 @@ static void fast_dealloc(FastLaunch *self) {
     Py_XDECREF(self->fail);
     Py_XDECREF(self->grid_fn);
     Py_XDECREF(self->stream_fn);
+    Py_XDECREF(self->stream_attribute_fn);
+    Py_XDECREF(self->stream_type);
+    Py_XDECREF(self->stream_attr);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -114,10 +119,13 @@ static int parse_spec(PyObject *t, ArgSpec *spec, Py_ssize_t *n_values, Py_ssize
 }
 
 static int fast_init(FastLaunch *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"launcher", "specs", "validated", "fail", "grid", "stream", NULL};
+    static char *kwlist[] = {"launcher", "specs", "validated", "fail", "grid", "stream",
+                             "stream_attribute", NULL};
     PyObject *launcher, *specs, *validated, *fail, *grid_fn, *stream_fn;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO!OOO", kwlist, &launcher, &specs,
-                                     &PyDict_Type, &validated, &fail, &grid_fn, &stream_fn))
+    PyObject *stream_attribute_fn = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO!OOO|O", kwlist, &launcher, &specs,
+                                     &PyDict_Type, &validated, &fail, &grid_fn, &stream_fn,
+                                     &stream_attribute_fn))
         return -1;
     PyObject *seq = PySequence_Fast(specs, "specs must be a sequence");
     if (seq == NULL) return -1;
@@ -161,6 +169,10 @@ static int fast_init(FastLaunch *self, PyObject *args, PyObject *kwds) {
     Py_XSETREF(self->fail, fail);
     Py_XSETREF(self->grid_fn, grid_fn);
     Py_XSETREF(self->stream_fn, stream_fn);
+    Py_XSETREF(self->stream_attribute_fn,
+               stream_attribute_fn == Py_None ? NULL : Py_NewRef(stream_attribute_fn));
+    Py_CLEAR(self->stream_type);
+    Py_CLEAR(self->stream_attr);
     self->have_last = 0;
     self->vectorcall = fast_call;
     return 0;
@@ -363,6 +375,20 @@ static int grid_dims(FastLaunch *self, PyObject *grid, unsigned int dims[3]) {
     return 0;
 }
 
+/* Remember which attribute of `type` holds its handle (a PyTorch stream's cuda_stream, a
+ * CuPy stream's ptr), or that it has none (then stream_fn resolves it); -1 on error. */
+static int learn_stream_type(FastLaunch *self, PyObject *type) {
+    PyObject *attr = NULL;
+    if (self->stream_attribute_fn != NULL) {
+        attr = PyObject_CallOneArg(self->stream_attribute_fn, type);
+        if (attr == NULL) return -1;
+        if (!PyUnicode_Check(attr)) Py_CLEAR(attr);
+    }
+    Py_XSETREF(self->stream_type, Py_NewRef(type));
+    Py_XSETREF(self->stream_attr, attr);
+    return 0;
+}
+
 static int stream_value(FastLaunch *self, PyObject *stream, unsigned long long *out) {
     long long x;
     if (stream == Py_None) {
@@ -374,7 +400,10 @@ static int stream_value(FastLaunch *self, PyObject *stream, unsigned long long *
         return 0;
     }
     PyErr_Clear();
-    PyObject *h = PyObject_CallOneArg(self->stream_fn, stream);
+    PyObject *type = (PyObject *)Py_TYPE(stream);
+    if (type != self->stream_type && learn_stream_type(self, type)) return -1;
+    PyObject *h = self->stream_attr ? PyObject_GetAttr(stream, self->stream_attr)
+                                    : PyObject_CallOneArg(self->stream_fn, stream);
     if (h == NULL) return -1;
     *out = PyLong_AsUnsignedLongLong(h);
     Py_DECREF(h);
@@ -460,7 +489,7 @@ static PyTypeObject FastLaunchType = {
     .tp_basicsize = sizeof(FastLaunch),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_vectorcall_offset = offsetof(FastLaunch, vectorcall),
-    .tp_doc = "FastLaunch(launcher, specs, validated, fail, grid, stream): "
+    .tp_doc = "FastLaunch(launcher, specs, validated, fail, grid, stream, stream_attribute=None): "
               "fast(stream, grid, args) -> bool launches when every guard holds.",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)fast_init,

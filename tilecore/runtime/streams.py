@@ -8,9 +8,9 @@ so the launch hot path is a dict lookup and an attribute read.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
-__all__ = ["stream_handle"]
+__all__ = ["stream_handle", "handle_attribute"]
 
 
 def _none(stream: Any) -> int:
@@ -46,16 +46,25 @@ def _unsupported(stream: Any) -> int:
                     f"{type(stream).__module__}.{type(stream).__qualname__}")
 
 
+def handle_attribute(cls: type) -> Optional[str]:
+    """The attribute that holds the raw handle of a PyTorch ("cuda_stream") or CuPy
+    ("ptr") stream type, else None. Library attributes are plain reads, cheaper than
+    the __cuda_stream__ protocol call (the C fast launcher reads them directly)."""
+    if _in_mro(cls, "torch") and hasattr(cls, "cuda_stream"):
+        return "cuda_stream"
+    if _in_mro(cls, "cupy") and hasattr(cls, "ptr"):
+        return "ptr"
+    return None
+
+
 def _resolve(cls: type) -> Callable[[Any], int]:
     if cls is type(None):
         return _none
     if issubclass(cls, int) and cls is not bool:
         return _raw_int
-    # Library attributes first: they are plain reads, cheaper than the protocol call.
-    if _in_mro(cls, "torch") and hasattr(cls, "cuda_stream"):
-        return _torch
-    if _in_mro(cls, "cupy") and hasattr(cls, "ptr"):
-        return _cupy
+    attribute = handle_attribute(cls)
+    if attribute is not None:
+        return _torch if attribute == "cuda_stream" else _cupy
     if hasattr(cls, "__cuda_stream__"):
         return _protocol
     return _unsupported
