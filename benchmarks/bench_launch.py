@@ -81,8 +81,10 @@ def breakdown(a, b, c, raw, stream, sync) -> dict:
     buffer.pack(values)
     fn, threads, params = loaded.function, loaded.block_threads, buffer.kernel_params
 
-    def bare():
-        drv.cuLaunchKernel(fn, 1, 1, 1, threads, 1, 1, 0, raw, params, 0)
+    def bare(keep_alive=buffer):  # params points into buffer's memory
+        err, = drv.cuLaunchKernel(fn, 1, 1, 1, threads, 1, 1, 0, raw, params, 0)
+        if err:
+            raise RuntimeError(f"bare cuLaunchKernel failed: {err}")
 
     c_launch = loaded.launcher.launch
     noop = lambda: None  # noqa: E731
