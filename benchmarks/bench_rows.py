@@ -94,17 +94,22 @@ def _warps(n: int) -> int:
     return 4 if n <= 1024 else 8 if n <= 4096 else 16
 
 
+def _inputs(dtype: torch.dtype, n: int) -> tuple:
+    """(bytes one call moves, the (x, y) buffer sets to rotate over, weight, bias)."""
+    nbytes = 2 * ROWS * n * dtype.itemsize
+    sets = [(torch.randn(ROWS, n, device="cuda", dtype=dtype),
+             torch.empty(ROWS, n, device="cuda", dtype=dtype))
+            for _ in range(buffer_sets(nbytes))]
+    return (nbytes, sets, torch.randn(n, device="cuda", dtype=dtype),
+            torch.randn(n, device="cuda", dtype=dtype))
+
+
 def sweep(stream) -> None:
     """Block sizes beside each other (to choose the compiler's default)."""
     rows = []
     for dtype in (torch.float32, torch.bfloat16):
         for n in (1024, 4096):
-            nbytes = 2 * ROWS * n * dtype.itemsize
-            sets = [(torch.randn(ROWS, n, device="cuda", dtype=dtype),
-                     torch.empty(ROWS, n, device="cuda", dtype=dtype))
-                    for _ in range(buffer_sets(nbytes))]
-            w, b = torch.randn(n, device="cuda", dtype=dtype), torch.randn(n, device="cuda",
-                                                                           dtype=dtype)
+            nbytes, sets, w, b = _inputs(dtype, n)
             for name, base in (("softmax", softmax), ("layer_norm", layer_norm)):
                 row = [name, str(dtype).replace("torch.", ""), n]
                 for threads in (64, 128, 256, 512, 1024):
@@ -176,12 +181,7 @@ def main() -> None:
     rows, records = [], []
     for dtype in (torch.float32, torch.bfloat16):
         for n in (1024, 4096):
-            nbytes = 2 * ROWS * n * dtype.itemsize
-            sets = [(torch.randn(ROWS, n, device="cuda", dtype=dtype),
-                     torch.empty(ROWS, n, device="cuda", dtype=dtype))
-                    for _ in range(buffer_sets(nbytes))]
-            w = torch.randn(n, device="cuda", dtype=dtype)
-            b = torch.randn(n, device="cuda", dtype=dtype)
+            nbytes, sets, w, b = _inputs(dtype, n)
             _check(*sets[0], w, b, stream)
             for op, contenders in _cases(stream, n, w, b).items():
                 fns = {k: [functools.partial(f, x, y) for x, y in sets]
