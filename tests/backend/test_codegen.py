@@ -8,6 +8,7 @@ from tilecore.backend.cuda.codegen import RULES
 from tilecore.ir.ops import OPS
 from tilecore.language import dtypes as D
 
+from ir_builder import Builder
 from kernels import I32, control_kernel, dtype_kernel
 
 ARCHS = ("sm_80", "sm_90")
@@ -80,7 +81,6 @@ def test_param_format_and_slots():
 
 def _copy_kernel(dt: D.DType, n: int):
     """y[bid] = x[bid] over 1-d tiles of n elements."""
-    from ir_builder import Builder
     b = Builder(f"copy_{dt.name}_{n}")
     x, y = b.array("x", dt, 1), b.array("y", dt, 1)
     bx = b.op("bid", (), (I32,), axis=0)

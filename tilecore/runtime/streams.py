@@ -8,6 +8,7 @@ so the launch hot path is a dict lookup and an attribute read.
 """
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable, Optional
 
 __all__ = ["stream_handle", "handle_attribute"]
@@ -26,14 +27,6 @@ def _raw_int(stream: int) -> int:
 
 def _protocol(stream: Any) -> int:
     return int(stream.__cuda_stream__()[1])  # (version, handle)
-
-
-def _cupy(stream: Any) -> int:
-    return stream.ptr
-
-
-def _torch(stream: Any) -> int:
-    return stream.cuda_stream
 
 
 def _in_mro(cls: type, module_prefix: str) -> bool:
@@ -64,7 +57,7 @@ def _resolve(cls: type) -> Callable[[Any], int]:
         return _raw_int
     attribute = handle_attribute(cls)
     if attribute is not None:
-        return _torch if attribute == "cuda_stream" else _cupy
+        return operator.attrgetter(attribute)
     if hasattr(cls, "__cuda_stream__"):
         return _protocol
     return _unsupported
