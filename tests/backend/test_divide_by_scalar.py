@@ -28,12 +28,15 @@ def _dividends(n, seed):
     """Random bit patterns over every exponent, then the edges."""
     rng = np.random.default_rng(seed)
     x = rng.integers(0, 2 ** 32, n, dtype=np.uint64).astype(np.uint32).view(np.float32)
-    # half of them inside the quick range [2^-60, 2^100], where the FMA path is taken
-    inside = rng.uniform(-60, 100, n // 2)
+    # half of them where the FMA path's check decides: quotients from underflow
+    # through 2^-80 (its threshold) to overflow, for every divisor below
+    inside = rng.uniform(-110, 128, n // 2)
     x[: n // 2] = (np.exp2(inside) * rng.choice([-1, 1], n // 2)
                    * (1 + rng.random(n // 2))).astype(np.float32)
     edges = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 2.0 ** -60, 2.0 ** 100,
-                      np.nextafter(np.float32(2.0 ** -60), np.float32(0)), np.float32(3.4e38),
+                      2.0 ** -80, 2.0 ** -100, -(2.0 ** -80), 2.0 ** 127, -(2.0 ** 127),
+                      np.finfo(np.float32).max, -np.finfo(np.float32).max,
+                      np.nextafter(np.float32(2.0 ** -80), np.float32(0)), np.float32(3.4e38),
                       np.float32(1.9999999), np.float32(1.0000001)], np.float32)
     x[-len(edges):] = edges
     return x

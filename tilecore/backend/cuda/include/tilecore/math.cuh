@@ -76,14 +76,18 @@ template <class T> __device__ __forceinline__ T op_truediv(T a, T b) {
 
 // Division of many values by one divisor (a broadcast scalar), IEEE
 // round-to-nearest like op_truediv but cheaper per element (the generated code
-// computes quick() for a thread's elements and redoes them with exact() only if
-// some element does not fit(): no branch per element): y = RN(1/b) once,
-// then q = RN(a*y) and one FMA correction, RN(q + (a - b*q)*y), which is RN(a/b)
-// by Markstein's theorem (y within half an ulp of 1/b, q within one ulp of a/b)
-// when nothing overflows or underflows: for 2^-20 <= |b| <= 2^20 and
-// 2^-60 <= |a| <= 2^100, |q| lies in [2^-80, 2^120] and a - b*q is exact. Any
-// other dividend (zeros, subnormals, infinities, NaN) or divisor takes IEEE
-// division. Only for types computed in float32 (float, half, bfloat16).
+// computes quick() for a chunk of a thread's elements and redoes the chunk with
+// exact() only if some quotient failed its check: no branch per element):
+// y = RN(1/b) once, then q = RN(a*y) and one FMA correction,
+// q' = RN(q + (a - b*q)*y), which is RN(a/b) by Markstein's theorem (y within
+// half an ulp of 1/b, q within one ulp of a/b) when nothing overflows or
+// underflows. For 2^-20 <= |b| <= 2^20 one check of the result suffices,
+// |q'| >= 2^-80 (false for NaN): then |a| >= 2^-100, so a - b*q is exact and
+// q is normal; an infinite dividend, or a product a*y that overflows, makes q'
+// NaN; and a q' that overflows past FLT_MAX is the correct infinity (a/b is
+// never within 2^-49 of a rounding boundary). Zeros, tiny quotients, NaN and
+// other divisors take IEEE division. Only for types computed in float32
+// (float, half, bfloat16).
 template <class W> struct ComputedInFloat { static constexpr bool value = false; };
 template <> struct ComputedInFloat<float> { static constexpr bool value = true; };
 
@@ -98,15 +102,13 @@ struct DivBy {
     fast = m >= 0x1p-20f && m <= 0x1p20f;
     y = fast ? __frcp_rn(b) : 1.0f;
   }
-  // Whether quick(a) is exact for this dividend (given `fast`).
-  __device__ __forceinline__ bool fits(T a) const {
-    const float m = fabsf(Num<T>::up(a));
-    return m >= 0x1p-60f && m <= 0x1p100f;
-  }
-  __device__ __forceinline__ T quick(T a) const {
+  // RN(a/b) when `ok` stays true; clears `ok` when it may not be (given `fast`).
+  __device__ __forceinline__ T quick(T a, bool& ok) const {
     const float x = Num<T>::up(a);
     const float q = __fmul_rn(x, y);
-    return Num<T>::down(__fmaf_rn(__fmaf_rn(-q, b, x), y, q));
+    const float r = __fmaf_rn(__fmaf_rn(-q, b, x), y, q);
+    ok &= fabsf(r) >= 0x1p-80f;
+    return Num<T>::down(r);
   }
   __device__ __forceinline__ T exact(T a) const { return Num<T>::down(__fdiv_rn(Num<T>::up(a), b)); }
 };
