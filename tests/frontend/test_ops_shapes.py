@@ -1,6 +1,8 @@
 """Factories (arange, zeros, ones, full), shape manipulation (reshape,
 permute, transpose, broadcast_to, expand_dims, x[:, None]) and reductions
 (sum, prod, max, min, argmax, argmin with axis/keepdims)."""
+import re
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -185,6 +187,36 @@ def test_int8_sum_wraps():
     assert out[0] == np.int8(np.int64(800).astype(np.int8))
 
 
+@ct.kernel
+def block_reductions(x, out, N: ct.Constant[int]):
+    t = ct.load(x, (0,), (N,))
+    mean = ct.sum(t) / N
+    d = t - mean
+    ct.store(out, (0,), mean)
+    ct.store(out, (1,), ct.sum(d * d) / N)  # the same reducer again
+    ct.store(out, (2,), ct.max(t))
+    acc = ct.full((), 0.0, ct.float32)
+    for i in range(4):  # one call site, run four times
+        acc = acc + ct.max(ct.load(x, (i,), (N // 4,)) * (i + 1))
+    ct.store(out, (3,), acc)
+
+
+def test_block_reductions_in_sequence_and_in_a_loop():
+    """Reductions over a 16-warp block: each call site has its own partials in
+    shared memory; one inside a loop also waits before they are rewritten."""
+    n = 4096
+    x = RNG.standard_normal(n).astype(np.float32)
+    out = np.zeros(4, np.float32)
+    run(block_reductions, [x, out, n])
+    x64 = x.astype(np.float64)
+    want = [x64.mean(), x64.var(), x64.max(),
+            sum((i + 1) * x64[i * n // 4:(i + 1) * n // 4].max() for i in range(4))]
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+    src = ct.compile(block_reductions, (x, out, n), arch="sm_90").source
+    sites = re.findall(r"block_allreduce<[^;]*, 512, (\d+), (true|false)>", src)
+    assert sites == [("0", "false"), ("1", "false"), ("2", "false"), ("3", "true")], sites
+
+
 # --- compile-time shape errors ------------------------------------------------------------------
 @ct.kernel
 def not_pow2(x):
@@ -257,3 +289,4 @@ def test_argmax_takes_one_axis():
                                                 np.zeros(1, np.int32)))
     assert str(e.value).startswith('Invalid argument "axis" of argmax(): expected a constant '
                                    'int, got a tuple')
+

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -20,7 +21,9 @@ import numpy as np
 from .. import config
 from .._version import __version__
 from ..backend.cuda import ArraySpec, CodegenOptions, GeneratedKernel, generate
-from ..backend.cuda.nvrtc import compile_cubin, header_fingerprint
+from ..backend.cuda.kernel import with_min_blocks
+from ..backend.cuda.nvrtc import compile_cubin_report, header_fingerprint
+from ..backend.cuda.occupancy import tighter_min_blocks
 from ..backend.cuda.toolchain import cuda_core_version, nvrtc_identity
 from ..frontend.specialize import ArgKind, ArrayArg
 from ..ir.core import Function
@@ -94,9 +97,31 @@ def _dump(name: str, key: str, fn: Function, gen: GeneratedKernel) -> None:
     (root / f"{stem}.cu").write_text(gen.source)
 
 
+def _compile_fitted(gen: GeneratedKernel, arch: str, options: CodegenOptions, fn: Function
+                    ) -> tuple[int, bytes]:
+    """(min_blocks, cubin): the cubin of `gen`, rebuilt with tighter launch bounds
+    when its registers miss one more resident block per SM by a few (see
+    backend/cuda/occupancy.py); min_blocks is 0 when it was not."""
+    def report(source: str):
+        return compile_cubin_report(source, arch, opt_level=options.opt_level,
+                                    kernel_name=fn.name, loc=fn.loc)
+    cubin, used = report(gen.source)
+    blocks = None
+    if used is not None and not options.occupancy:
+        blocks = tighter_min_blocks(gen.block_threads, used.registers, arch)
+    if blocks is None:
+        return 0, cubin
+    tight_cubin, tight_used = report(with_min_blocks(gen, blocks).source)
+    if tight_used is None or tight_used.spills_more_than(used):
+        return 0, cubin
+    return blocks, tight_cubin
+
+
 def build(kernel: Kernel, kinds: Sequence[ArgKind], arrays: dict[int, ArraySpec],
           arch: str) -> CompiledKernel:
-    """Compile one specialization for `arch`, through the memory and disk caches."""
+    """Compile one specialization for `arch`, through the memory and disk caches.
+    A cache entry holds the cubin after the launch bounds' min-blocks it was
+    built with (two bytes, 0 for none), so that `source` is what was compiled."""
     fn = kernel.ir_for(list(kinds))
     options = codegen_options(kernel, arch)
     gen = generate(fn, arrays, options)
@@ -106,9 +131,15 @@ def build(kernel: Kernel, kinds: Sequence[ArgKind], arrays: dict[int, ArraySpec]
         "tilecore": _sources_fingerprint(), "headers": header_fingerprint(),
     })
     _dump(fn.name, key, fn, gen)
-    cubin = default_cache().get_or_build(
-        key, lambda: compile_cubin(gen.source, arch, opt_level=options.opt_level,
-                                   kernel_name=fn.name, loc=fn.loc))
+
+    def build_entry() -> bytes:
+        blocks, cubin = _compile_fitted(gen, arch, options, fn)
+        return struct.pack("<H", blocks) + cubin
+
+    entry = default_cache().get_or_build(key, build_entry)
+    (blocks,), cubin = struct.unpack_from("<H", entry), entry[2:]
+    if blocks:
+        gen = with_min_blocks(gen, blocks)
     return CompiledKernel(fn.name, arch, gen.source, cubin, format_function(fn), gen.entry,
                           gen.block_threads, gen.smem_bytes, gen.param_format, options.num_ctas)
 

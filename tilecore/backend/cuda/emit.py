@@ -57,6 +57,7 @@ class Ctx:
     lines: list[str] = field(default_factory=list)
     headers: set[str] = field(default_factory=set)
     smem_bytes: int = 0
+    slots: int = 0  # block reductions emitted so far (each has its own partials)
     frames: list[Frame] = field(default_factory=list)
     emit_block: Callable[["Ctx", Block], None] = None  # set by codegen
     depth: int = 1
@@ -126,6 +127,15 @@ class Ctx:
 
     def need_smem(self, nbytes: int) -> None:
         self.smem_bytes = max(self.smem_bytes, (nbytes + 15) // 16 * 16)
+
+    def new_slot(self) -> int:
+        """A number naming one block-reduction call site."""
+        self.slots += 1
+        return self.slots - 1
+
+    def in_loop(self) -> bool:
+        """Whether the code being emitted may run more than once (in a loop body)."""
+        return any(f.loop_carried is not None for f in self.frames)
 
     # -- idioms -------------------------------------------------------------
     def for_each(self, layout: Layout, body: list[str], *, need_e: bool = True) -> None:

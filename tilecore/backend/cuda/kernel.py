@@ -8,6 +8,7 @@ N int64 strides (in elements); for a scalar: its value in its exact dtype
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -19,7 +20,8 @@ from .codegen import emit_block
 from .emit import ArrayArg, Ctx
 from .layout import choose_threads, kernel_vector_width
 
-__all__ = ["ArraySpec", "array_facts", "CodegenOptions", "ParamSlot", "GeneratedKernel", "generate"]
+__all__ = ["ArraySpec", "array_facts", "CodegenOptions", "ParamSlot", "GeneratedKernel", "generate",
+           "with_min_blocks"]
 
 
 @dataclass(frozen=True)
@@ -159,3 +161,13 @@ def generate(fn: Function, arrays: dict[int, ArraySpec], options: CodegenOptions
         source="\n".join(src), entry=entry, block_threads=threads,
         smem_bytes=ctx.smem_bytes, param_format="@" + "".join(s.format for s in slots),
         params=slots)
+
+
+def with_min_blocks(gen: GeneratedKernel, min_blocks: int) -> GeneratedKernel:
+    """`gen` with `__launch_bounds__(threads, min_blocks)`: ptxas then fits its
+    registers so that `min_blocks` blocks are resident per SM."""
+    plain = f"__launch_bounds__({gen.block_threads})"
+    if plain not in gen.source:
+        raise ValueError(f"the kernel already has other launch bounds than {plain}")
+    tight = f"__launch_bounds__({gen.block_threads}, {min_blocks})"
+    return dataclasses.replace(gen, source=gen.source.replace(plain, tight, 1))

@@ -1,6 +1,6 @@
 """Rules for reduce and argreduce. A reduction to one element runs thread ->
-warp shuffles -> shared memory (tc::block_allreduce) and leaves the result in
-every thread; other reductions stage the tile in shared memory and each
+warp shuffles -> shared memory (tc::block_allreduce, with partials of its own
+per call site) and leaves the result in every thread; other reductions stage the tile in shared memory and each
 thread folds the reduced extent for its own output elements, in order."""
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ __all__ = ["RULES"]
 
 _REDUCERS = {"sum": "RSum", "prod": "RProd", "max": "RMax", "min": "RMin",
              "argmax": "RArgMax", "argmin": "RArgMin"}
-_PARTIAL_BYTES = 16  # largest accumulator (ArgVal<double>) per warp
 
 
 def _reducer(ctx: Ctx, fn: str, x) -> str:
@@ -28,14 +27,14 @@ def _block_reduce(ctx: Ctx, op: Op, term: str, result: str) -> None:
     r = _reducer(ctx, op.attrs["fn"], x)
     lay = ctx.layout(x.type)
     out = ctx.declare(op.result)
-    ctx.need_smem(ctx.threads // 32 * _PARTIAL_BYTES)
     ctx.open("")
     ctx.line(f"auto acc = {r}::identity();")
     step = f"acc = {r}::combine(acc, {term});"
     guard = lay.valid("e")
     uses_e = bool(guard) or re.search(r"\be\b", term) is not None
     ctx.for_each(lay, [f"if ({guard}) {step}" if guard else step], need_e=uses_e)
-    ctx.line(f"acc = tc::block_allreduce<{r}, {ctx.threads}>(acc, tc_smem);")
+    reused = "true" if ctx.in_loop() else "false"
+    ctx.line(f"acc = tc::block_allreduce<{r}, {ctx.threads}, {ctx.new_slot()}, {reused}>(acc);")
     ctx.for_each(ctx.layout(op.result.type), [f"{out}.v[k] = {result};"], need_e=False)
     ctx.close()
 

@@ -76,21 +76,23 @@ __device__ __forceinline__ A shfl_xor(const A& x, int mask) {
 }
 
 // Every thread of the NT-thread block gets combine() over all threads' x.
-// Uses NT/32 * sizeof(A) bytes of smem; ends with __syncthreads() so the
-// caller may reuse smem.
-template <class R, int NT>
-__device__ __forceinline__ typename R::A block_allreduce(typename R::A x, unsigned char* smem) {
+// SLOT names the call site: each has its own NT/32 partials in static shared
+// memory, so nothing else writes them and one barrier suffices. A call site
+// that runs again (in a loop: REUSED) waits a second time, for every thread
+// to have read its partials before they are rewritten.
+template <class R, int NT, int SLOT, bool REUSED>
+__device__ __forceinline__ typename R::A block_allreduce(typename R::A x) {
 #pragma unroll
   for (int m = 16; m >= 1; m >>= 1) x = R::combine(x, shfl_xor(x, m));
   if constexpr (NT > 32) {
     constexpr int NW = NT / 32;
-    auto* part = reinterpret_cast<typename R::A*>(smem);
+    __shared__ typename R::A part[NW];
     if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = x;
     __syncthreads();
     x = part[0];
 #pragma unroll
     for (int w = 1; w < NW; ++w) x = R::combine(x, part[w]);
-    __syncthreads();
+    if constexpr (REUSED) __syncthreads();
   }
   return x;
 }
