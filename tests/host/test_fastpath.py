@@ -263,3 +263,78 @@ def test_uninitialized_c_fast_launch_raises():
     fast = _cudriver.FastLaunch.__new__(_cudriver.FastLaunch)
     with pytest.raises(TypeError):  # no vectorcall entry until __init__ ran: never a crash
         fast(None, (1,), ())
+
+
+class FlatCupy(FakeCupy):
+    """A 1-D CuPy array with the size and contiguity flag that CuPy keeps: the fast
+    launchers read those, not the shape and strides tuples."""
+
+    def __init__(self, ptr, size, contiguous=True, ndim=1, itemsize=4):
+        super().__init__(ptr, None, None)
+        self.size, self._c_contiguous, self.ndim = size, contiguous, ndim
+        self.item = itemsize
+
+    @property
+    def shape(self):
+        return self.__dict__.get("shape_") or _unread("shape")
+
+    @property
+    def strides(self):
+        return self.__dict__.get("strides_") or _unread("strides")
+
+    @shape.setter
+    def shape(self, value):
+        self.__dict__["shape_"] = value
+
+    @strides.setter
+    def strides(self, value):
+        self.__dict__["strides_"] = value
+
+
+FlatCupy.__module__ = "cupy.fake"
+
+
+def _unread(name):
+    raise AssertionError(f"{name} read")
+
+
+def test_contiguous_1d_cupy_arrays_are_read_from_size_and_flag(native):
+    rec = Recorder()
+    key = ((D.float32, 1, True, True, True),)
+    a = FlatCupy(0x2000, 8)
+    fast = make_fast_launch(key, (a,), 0, {(0x2000, 8, 1): 0, (0x2000, 1, 1): 0,
+                                           (0x2000, 8, 2): 0}, rec, rec.fail, native=native)
+    assert fast(None, (1,), (a,)) is True
+    assert rec.calls == [(0, (1, 1, 1), (0x2000, 8, 1))]
+    import sys
+    big = FlatCupy(0x3000, 1 << 40)
+    fast_big = make_fast_launch(key, (big,), 0, {(0x3000, 1 << 40, 1): 0}, rec, rec.fail,
+                                native=native)
+    watched = (big, big.data, big.size)
+    fast_big(None, (1,), (big,))
+    rec.calls.clear()
+    before = [sys.getrefcount(o) for o in watched]
+    for _ in range(1000):
+        assert fast_big(None, (1,), (big,)) is True
+    rec.calls.clear()  # the recorded values hold references
+    assert [sys.getrefcount(o) for o in watched] == before
+    rec.calls.append((0, (1, 1, 1), (0x2000, 8, 1)))
+    # not contiguous, or one element: the shape and strides decide
+    strided = FlatCupy(0x2000, 8, contiguous=False)
+    strided.shape, strided.strides = (8,), (8,)
+    assert fast(None, (1,), (strided,)) is False  # stride 2: the unit-stride guard fails
+    single = FlatCupy(0x2000, 1)
+    single.shape, single.strides = (1,), (4,)
+    assert fast(None, (1,), (single,)) is False   # 4 bytes: not whole 16-byte vectors
+    with pytest.raises(AssertionError, match="shape read"):
+        fast(None, (1,), (FlatCupy(0x2000, 8, ndim=2),))
+    assert len(rec.calls) == 1
+
+
+def test_1d_cupy_arrays_without_the_flag_read_shape_and_strides(native):
+    rec = Recorder()
+    key = ((D.float32, 1, True, True, True),)
+    a = FakeCupy(0x2000, (8,), (4,))      # no _c_contiguous attribute
+    fast = make_fast_launch(key, (a,), 0, {(0x2000, 8, 1): 0}, rec, rec.fail, native=native)
+    assert fast(None, (1,), (a,)) is True and fast(None, (1,), (a,)) is True
+    assert rec.calls == [(0, (1, 1, 1), (0x2000, 8, 1))] * 2

@@ -96,7 +96,13 @@ def _array_lines(i: int, spec: tuple, ns: dict) -> list[str]:
         on_device = "" if device < 0 else f" or m{i}.device_id != {device}"
         lines += [f"m{i} = {a}.data",
                   f"if {a}.dtype != D{i}{on_device}: return False",
-                  f"p{i} = m{i}.ptr", f"sh{i} = {a}.shape", f"st{i} = {a}.strides"]
+                  f"p{i} = m{i}.ptr"]
+        if ndim == 1:  # a contiguous 1-D array: its size, without the shape and strides tuples
+            lines += [f"if getattr({a}, '_c_contiguous', False) and {a}.ndim == 1 "
+                      f"and {a}.size > 1: sh{i}, st{i} = ({a}.size,), ({item},)",
+                      f"else: sh{i}, st{i} = {a}.shape, {a}.strides"]
+        else:
+            lines += [f"sh{i} = {a}.shape", f"st{i} = {a}.strides"]
         item_div = f" // {item}"
     lines.append(f"if len(sh{i}) != {ndim}: return False")
     strides = [f"st{i}[{d}]{item_div}" for d in range(ndim)]
