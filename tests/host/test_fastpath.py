@@ -2,6 +2,8 @@
 with the flat parameter values while every fact of the specialization still
 holds, and return False as soon as one does not (so the launch falls back to
 the general path)."""
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -338,3 +340,114 @@ def test_1d_cupy_arrays_without_the_flag_read_shape_and_strides(native):
     fast = make_fast_launch(key, (a,), 0, {(0x2000, 8, 1): 0}, rec, rec.fail, native=native)
     assert fast(None, (1,), (a,)) is True and fast(None, (1,), (a,)) is True
     assert rec.calls == [(0, (1, 1, 1), (0x2000, 8, 1))] * 2
+
+
+# --- DLPack's C exchange API (torch >= 2.10): a tensor type's table of C readers -------------
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
+                ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16),
+                ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+_READER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_DLTensor))
+
+
+class _ExchangeAPI(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32),
+                ("prev_api", ctypes.c_void_p), ("allocator", ctypes.c_void_p),
+                ("managed_from", ctypes.c_void_p), ("managed_to", ctypes.c_void_p),
+                ("dltensor_from", _READER), ("current_work_stream", ctypes.c_void_p)]
+
+
+def _exchange_capsule(reader, major=1):
+    """A PyCapsule named "dlpack_exchange_api" holding a table whose DLTensor reader is
+    `reader(obj, out) -> int`; the table and callback live as long as the returned tuple."""
+    callback = _READER(lambda p, out: reader(ctypes.cast(p, ctypes.py_object).value, out[0]))
+    table = _ExchangeAPI(major=major, minor=3, dltensor_from=callback)
+    new = ctypes.pythonapi.PyCapsule_New
+    new.restype, new.argtypes = ctypes.py_object, (ctypes.c_void_p, ctypes.c_char_p,
+                                                  ctypes.c_void_p)
+    return new(ctypes.addressof(table), b"dlpack_exchange_api", None), (table, callback)
+
+
+class DLTensorLike(FakeTensor):
+    """A torch-like tensor whose type exposes a DLPack reader; counts the reads of its
+    Python getters (the fast launcher reads dtype once, to learn the DLPack dtype code)."""
+    reads = 0
+    fail = False
+
+    def __init__(self, ptr, shape, strides, dtype="float32", code=2, device_type=2, device=0):
+        super().__init__(ptr, shape, strides, dtype, device)
+        self.code, self.device_type = code, device_type
+        self._shape = (ctypes.c_int64 * len(shape))(*shape)
+        self._strides = (ctypes.c_int64 * len(shape))(*strides)
+
+    def data_ptr(self):
+        DLTensorLike.reads += 1
+        return self.ptr
+
+
+def _read(t, out):
+    if DLTensorLike.fail:  # (a real reader also sets a Python exception)
+        return -1
+    out.data, out.device_type, out.device_id = t.ptr, t.device_type, t.device
+    out.ndim, out.code, out.bits, out.lanes = len(t.shape), t.code, 32, 1
+    out.shape, out.strides, out.byte_offset = t._shape, t._strides, 0
+    return 0
+
+
+DLTensorLike.__dlpack_c_exchange_api__, _TABLE = _exchange_capsule(_read)
+DLTensorLike.__module__ = "torch.fake"
+
+
+def test_dlpack_reader_gives_the_values_without_the_getters():
+    rec = Recorder()
+    t = DLTensorLike(0x2000, (4, 8), (8, 1))
+    validated = {(0x2000, 4, 8, 8, 1): 0}
+    fast = make_fast_launch(KEY, (t, 3, 1.5, 64), 0, validated, rec, rec.fail, native=True)
+    DLTensorLike.reads, DLTensorLike.fail = 0, False
+    for _ in range(3):
+        assert fast(None, (1,), (t, 3, 1.5, 64)) is True
+    assert rec.calls == [(0, (1, 1, 1), (0x2000, 4, 8, 8, 1, 3, 1.5))] * 3
+    assert DLTensorLike.reads == 0
+    # each guard, through the DLPack fields
+    assert fast(None, (1,), (DLTensorLike(0x2000, (4, 8), (8, 1), code=0), 3, 1.5, 64)) is False
+    assert fast(None, (1,), (DLTensorLike(0x2000, (4, 8), (8, 1), device_type=1), 3, 1.5, 64)) \
+        is False
+    assert fast(None, (1,), (DLTensorLike(0x2000, (4, 8), (8, 1), device=1), 3, 1.5, 64)) is False
+    assert fast(None, (1,), (DLTensorLike(0x2000, (4, 8), (8, 2)), 3, 1.5, 64)) is False
+    assert fast(None, (1,), (DLTensorLike(0x2008, (4, 8), (8, 1)), 3, 1.5, 64)) is False
+    assert fast(None, (1,), (DLTensorLike(0x3000, (4, 8), (8, 1)), 3, 1.5, 64)) is False
+    assert len(rec.calls) == 3 and DLTensorLike.reads == 0
+
+
+def test_dlpack_reader_failure_falls_back_to_the_getters():
+    rec = Recorder()
+    t = DLTensorLike(0x2000, (4, 8), (8, 1))
+    fast = make_fast_launch(KEY, (t, 3, 1.5, 64), 0, {(0x2000, 4, 8, 8, 1): 0}, rec, rec.fail,
+                            native=True)
+    DLTensorLike.reads, DLTensorLike.fail = 0, True
+    try:
+        assert fast(None, (1,), (t, 3, 1.5, 64)) is True
+        DLTensorLike.fail = False   # the reader is not asked again
+        assert fast(None, (1,), (t, 3, 1.5, 64)) is True
+    finally:
+        DLTensorLike.fail = False
+    assert DLTensorLike.reads == 2
+    assert rec.calls == [(0, (1, 1, 1), (0x2000, 4, 8, 8, 1, 3, 1.5))] * 2
+
+
+def test_dlpack_table_of_another_major_version_is_not_used():
+    class Other(DLTensorLike):
+        pass
+    Other.__module__ = "torch.fake"
+    Other.__dlpack_c_exchange_api__, keep = _exchange_capsule(_read, major=2)
+    rec = Recorder()
+    t = Other(0x2000, (4, 8), (8, 1))
+    fast = make_fast_launch(KEY, (t, 3, 1.5, 64), 0, {(0x2000, 4, 8, 8, 1): 0}, rec, rec.fail,
+                            native=True)
+    DLTensorLike.reads = 0
+    assert fast(None, (1,), (t, 3, 1.5, 64)) is True and DLTensorLike.reads == 1
