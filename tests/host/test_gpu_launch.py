@@ -126,7 +126,8 @@ def test_fast_path_follows_new_arrays_and_rechecks_overlap(lib, native, monkeypa
                                    rtol=1e-6, atol=1e-6)
     fast = axpy.backend_cache.get("fast_launch")
     assert (type(fast).__name__ == "FastLaunch") is (native == "1")
-    assert len(axpy.backend_cache["validated"]) == 2
+    # only the first set took the general path: the second one's arrays are disjoint
+    assert len(axpy.backend_cache["validated"]) == 1
     half = dev[0][:1502]  # 6008 bytes: partial vectors at the end, another specialization
     out_half = mod.empty_like(half)
     ct.launch(None, (2,), axpy, (half, dev[2][:1502], out_half, 1.0, 1024))

@@ -5,15 +5,16 @@ After a specialization has launched once through the general path, its
 arguments' kinds are known: which are PyTorch tensors or CuPy arrays (with
 which dtype, rank, alignment, unit stride and whole vectors), which are
 int32 or float32 scalars, which are constants. A fast launcher re-checks
-exactly those facts (the guards), reads the flat parameter values, checks
-that the arrays are ones whose device and overlap the general path has
-checked, and launches. `tilecore.launch` calls it first; any failed guard
-returns False and the launch takes the general path, which may install a
-new one.
+exactly those facts (the guards, the device included), reads the flat
+parameter values, checks that the arrays' byte extents are disjoint (or that
+the general path has checked their overlap: interleaved views), and
+launches. `tilecore.launch` calls it first; any failed guard returns False
+and the launch takes the general path, which may install a new one.
 
 Two implementations of one behaviour: `_cudriver.FastLaunch` in C (the
-default: it halves the Python-side time) and a straight-line Python function
-generated from the same specs (when the C extension is absent or
+default: it reads torch tensors through DLPack's C exchange API where torch
+has one, and it halves the Python-side time) and a straight-line Python
+function generated from the same specs (when the C extension is absent or
 TILECORE_NATIVE=0).
 """
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ..runtime.driver import native_module
 from ..runtime.streams import handle_attribute, stream_handle
 from .classify import normalize_grid
 
-__all__ = ["fast_specs", "make_fast_launch"]
+__all__ = ["fast_specs", "make_fast_launch", "extents_disjoint"]
 
 FastLaunch = Callable[[Any, Any, Any], bool]
 
@@ -66,9 +67,10 @@ def make_fast_launch(key: tuple, args: Sequence[Any], device: int, validated: di
                      only_device: bool = False) -> Optional[FastLaunch]:
     """The fast launcher for `args` of specialization `key`, or None when some
     argument has no fast form (then every launch takes the general path).
-    `validated` holds the arrays' (pointer, shape, strides) whose device and
-    overlap the general path has checked; `launcher.launch(stream, gx, gy, gz,
-    values)` returns a CUresult and `fail(err, grid)` raises the launch error.
+    `validated` holds the arrays' (pointer, shape, strides) whose overlap the
+    general path has checked (needed only when their extents intersect);
+    `launcher.launch(stream, gx, gy, gz, values)` returns a CUresult and
+    `fail(err, grid)` raises the launch error.
     `native=False` builds the Python version; `only_device`: see fast_specs."""
     specs = fast_specs(key, args, device, only_device)
     if specs is None:
@@ -105,6 +107,8 @@ def _array_lines(i: int, spec: tuple, ns: dict) -> list[str]:
             lines += [f"sh{i} = {a}.shape", f"st{i} = {a}.strides"]
         item_div = f" // {item}"
     lines.append(f"if len(sh{i}) != {ndim}: return False")
+    if ndim:  # tile code indexes with int32 (else the general path raises)
+        lines.append(f"if max(sh{i}) >= 2147483648: return False")
     strides = [f"st{i}[{d}]{item_div}" for d in range(ndim)]
     if aligned:
         checks = [f"p{i} & 15"] + [f"({s} * {item}) & 15" for s in strides[:-1]]
@@ -118,8 +122,29 @@ def _array_lines(i: int, spec: tuple, ns: dict) -> list[str]:
     return lines
 
 
+def extents_disjoint(layout: Sequence[int], arrays: Sequence[tuple[int, int]]) -> bool:
+    """Whether no two non-empty arrays' byte extents intersect. `layout` holds,
+    per array, the pointer, the dims and the element strides; `arrays` gives
+    each array's (ndim, itemsize) in the same order."""
+    spans: list[tuple[int, int]] = []
+    at = 0
+    for ndim, item in arrays:
+        ptr, dims, strides = layout[at], layout[at + 1:at + 1 + ndim], \
+            layout[at + 1 + ndim:at + 1 + 2 * ndim]
+        at += 1 + 2 * ndim
+        if 0 in dims:
+            continue
+        first = sum(min(0, (n - 1) * s) for n, s in zip(dims, strides))
+        last = sum(max(0, (n - 1) * s) for n, s in zip(dims, strides))
+        lo, hi = ptr + first * item, ptr + (last + 1) * item
+        if any(lo < h and l < hi for l, h in spans):
+            return False
+        spans.append((lo, hi))
+    return True
+
+
 _GRID_AND_LAUNCH = """\
-    if layout not in VALIDATED: return False
+    if layout not in VALIDATED and not DISJOINT(layout, ARRAYS): return False
     if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and 0 < grid[0] < 2147483648:
         gx, gy, gz = grid[0], 1, 1
     else:
@@ -140,7 +165,8 @@ def _python_fast_launch(specs: list[tuple], validated: dict, launch: Callable,
                         fail: Callable) -> FastLaunch:
     """The fast launcher as one generated straight-line Python function."""
     ns: dict = {"VALIDATED": validated, "LAUNCH": launch, "FAIL": fail, "GRID": normalize_grid,
-                "HANDLE": stream_handle}
+                "HANDLE": stream_handle, "DISJOINT": extents_disjoint,
+                "ARRAYS": [(spec[4], spec[5]) for spec in specs if spec[0] in ("torch", "cupy")]}
     body: list[str] = []
     values: list[str] = []
     layout: list[str] = []  # the arrays' pointers, shapes and strides

@@ -303,6 +303,8 @@ static int cupy_flat(ArgSpec *s, PyObject *a, long long *n) {
 static int finish_array(const ArgSpec *s, long long ptr, const long long *dims,
                         const long long *st, PyObject *ptr_o, PyObject *shape,
                         PyObject *strides, Gathered *g) {
+    for (int d = 0; d < s->ndim; d++)  /* tile code indexes with int32 (else the general path raises) */
+        if (dims[d] < 0 || dims[d] >= 2147483648LL) return 0;
     int aligned = !(ptr & 15);
     for (int d = 0; d + 1 < s->ndim; d++) aligned = aligned && !((st[d] * s->itemsize) & 15);
     if (aligned != s->aligned) return 0;
@@ -468,10 +470,41 @@ static int gather(FastLaunch *self, PyObject *args, Gathered *g) {
     return 1;
 }
 
-/* 1 when the arrays' layout passed the general path's device and overlap checks. */
+/* 1 when no two non-empty arrays' byte extents intersect (then they cannot overlap and the
+ * general path's overlap check would pass). The layout holds, per array in spec order, the
+ * pointer, the dims and the element strides. */
+static int extents_disjoint(const FastLaunch *self, const Gathered *g) {
+    long long lo[MAX_VALUES], hi[MAX_VALUES];
+    Py_ssize_t n = 0, at = 0;
+    for (Py_ssize_t i = 0; i < self->n_args; i++) {
+        const ArgSpec *s = &self->specs[i];
+        if (s->kind != ARG_TORCH && s->kind != ARG_CUPY) continue;
+        const long long *f = g->layout_ll + at;
+        at += 1 + 2 * s->ndim;
+        long long first = 0, last = 0;
+        int empty = 0;
+        for (int d = 0; d < s->ndim; d++) {
+            long long span = (f[1 + d] - 1) * f[1 + s->ndim + d];
+            empty |= f[1 + d] == 0;
+            if (span < 0) first += span; else last += span;
+        }
+        if (empty) continue;
+        lo[n] = f[0] + first * s->itemsize;
+        hi[n] = f[0] + (last + 1) * s->itemsize;
+        for (Py_ssize_t j = 0; j < n; j++)
+            if (lo[n] < hi[j] && lo[j] < hi[n]) return 0;
+        n++;
+    }
+    return 1;
+}
+
+/* 1 when the arrays may be launched on: their extents are disjoint, or their layout
+ * passed the general path's overlap check (interleaved views such as x[0::2], x[1::2]).
+ * Their device was checked by the guards. */
 static int layout_validated(FastLaunch *self, Gathered *g) {
     size_t bytes = sizeof(long long) * g->n_layout;
     if (self->have_last && !memcmp(self->last_layout, g->layout_ll, bytes)) return 1;
+    if (extents_disjoint(self, g)) return 1;
     PyObject *key = PyTuple_New(g->n_layout);
     if (key == NULL) return -1;
     for (Py_ssize_t i = 0; i < g->n_layout; i++) {
