@@ -8,6 +8,9 @@ buffers, many calls between two events).
 
     python benchmarks/bench_rows.py [--out DIR] [--sweep] [--repeat N]
 
+--sweep first prints each kernel at 64-512 threads as a percent of Triton's, with its
+registers and resident blocks per SM.
+
 --repeat N reports each cell's median over N interleaved rounds.
 """
 from __future__ import annotations
@@ -104,23 +107,47 @@ def _inputs(dtype: torch.dtype, n: int) -> tuple:
             torch.randn(n, device="cuda", dtype=dtype))
 
 
-def sweep(stream) -> None:
-    """Block sizes beside each other (to choose the compiler's default)."""
+def _resident(kernel, args, threads: int) -> str:
+    """"[registers, resident blocks per SM]" of `kernel`'s build for `args`, from ptxas's report."""
+    from tilecore.backend.cuda.nvrtc import compile_cubin_report
+    from tilecore.backend.cuda.occupancy import blocks_per_sm
+    arch = "sm_{}{}".format(*torch.cuda.get_device_capability())
+    _, used = compile_cubin_report(ct.compile(kernel, args, arch=arch).source, arch)
+    return f"[{used.registers}, {blocks_per_sm(threads, used.registers, arch)}]" if used else ""
+
+
+def sweep(stream, repeat: int) -> None:
+    """Block sizes beside each other (to choose the compiler's default): percent of
+    Triton's kernel, with each build's registers and resident blocks per SM."""
     rows = []
-    for dtype in (torch.float32, torch.bfloat16):
+    sizes = (64, 128, 256, 512)
+    for dtype in (torch.bfloat16, torch.float32):
         for n in (1024, 4096):
             nbytes, sets, w, b = _inputs(dtype, n)
-            for name, base in (("softmax", softmax), ("layer_norm", layer_norm)):
-                row = [name, str(dtype).replace("torch.", ""), n]
-                for threads in (64, 128, 256, 512, 1024):
+            fns = {"softmax": [functools.partial(
+                       triton_softmax[(ROWS,)], x, y, n, n, BLOCK=n, num_warps=_warps(n))
+                       for x, y in sets],
+                   "layer_norm": [functools.partial(
+                       triton_layer_norm[(ROWS,)], x, w, b, y, n, n, 1e-5, BLOCK=n,
+                       num_warps=_warps(n)) for x, y in sets]}
+            built = {}
+            for name, base in (("softmax", softmax), ("approx", softmax_approx),
+                               ("layer_norm", layer_norm)):
+                for threads in sizes:
                     k = ct.kernel(num_threads=threads)(base.pyfunc)
-                    args = [(x, y, n) if name == "softmax" else (x, w, b, y, 1e-5, n)
+                    args = [(x, y, n) if name != "layer_norm" else (x, w, b, y, 1e-5, n)
                             for x, y in sets]
-                    ms = steady_ms([lambda a=a: ct.launch(stream, (ROWS,), k, a) for a in args])
-                    row.append(round(nbytes / ms / 1e6, 1))
-                rows.append(row)
-    print_table("num_threads sweep, GB/s", ["op", "dtype", "cols", "64", "128", "256", "512",
-                                             "1024"], rows)
+                    fns[(name, threads)] = [functools.partial(ct.launch, stream, (ROWS,), k, a)
+                                            for a in args]
+                    built[(name, threads)] = _resident(k, args[0], threads)
+            times = _interleaved_medians(fns, repeat)
+            for name in ("softmax", "approx", "layer_norm"):
+                ref = times["layer_norm" if name == "layer_norm" else "softmax"]
+                rows.append([name, str(dtype).replace("torch.", ""), n] +
+                            [f"{100 * ref / times[(name, t)]:.1f}% {built[(name, t)]}"
+                             for t in sizes])
+    print_table("num_threads sweep: % of Triton's kernel [registers, resident blocks per SM]",
+                ["op", "dtype", "cols"] + [str(t) for t in sizes], rows)
 
 
 def _interleaved_medians(fns: dict, repeat: int) -> dict:
@@ -175,7 +202,7 @@ def main() -> None:
     out = parse_out()
     repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 1
     if "--sweep" in sys.argv:
-        sweep(torch.cuda.current_stream())
+        sweep(torch.cuda.current_stream(), repeat)
     copy_gbs = copy_bandwidth_gbs()
     stream = torch.cuda.current_stream()
     rows, records = [], []
