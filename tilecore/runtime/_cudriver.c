@@ -395,7 +395,36 @@ range:
     return -1;
 }
 
-int tc_pack_values(Launcher *self, PyObject *const *values, Py_ssize_t n, char *buf) {
+/* Write the integer parameter i (code `code`) at dst; -1 with OverflowError when out of range. */
+static int pack_raw(char code, long long v, char *dst, Py_ssize_t i) {
+#define PUT(ctype, lo, hi) do {                                                  \
+        if (v < (lo) || v > (hi)) goto range;                                    \
+        ctype c = (ctype)v;                                                      \
+        memcpy(dst, &c, sizeof c);                                               \
+        return 0;                                                                \
+    } while (0)
+    switch (code) {
+    case 'b': PUT(int8_t, INT8_MIN, INT8_MAX);
+    case 'B': PUT(uint8_t, 0, UINT8_MAX);
+    case 'h': PUT(int16_t, INT16_MIN, INT16_MAX);
+    case 'H': PUT(uint16_t, 0, UINT16_MAX);
+    case 'i': PUT(int32_t, INT32_MIN, INT32_MAX);
+    case 'I': PUT(uint32_t, 0, UINT32_MAX);
+    case 'q': PUT(int64_t, INT64_MIN, INT64_MAX);
+    case 'Q': PUT(uint64_t, 0, INT64_MAX);
+    }
+#undef PUT
+    PyErr_Format(PyExc_ValueError, "kernel parameter %zd: an integer for struct code '%c'",
+                 i, code);
+    return -1;
+range:
+    PyErr_Format(PyExc_OverflowError, "kernel parameter %zd: %lld is out of range for struct "
+                 "code '%c'", i, v, code);
+    return -1;
+}
+
+int tc_pack_values(Launcher *self, PyObject *const *values, const long long *raw, Py_ssize_t n,
+                   char *buf) {
     if (n != self->n_params) {
         PyErr_Format(PyExc_TypeError, "expected %zd parameter values, got %zd",
                      self->n_params, n);
@@ -403,7 +432,9 @@ int tc_pack_values(Launcher *self, PyObject *const *values, Py_ssize_t n, char *
     }
     memset(buf, 0, self->size);
     for (Py_ssize_t i = 0; i < n; i++)
-        if (pack_one(self->codes[i], values[i], buf + self->offsets[i], i)) return -1;
+        if (values[i] ? pack_one(self->codes[i], values[i], buf + self->offsets[i], i)
+                      : pack_raw(self->codes[i], raw[i], buf + self->offsets[i], i))
+            return -1;
     return 0;
 }
 
@@ -413,7 +444,8 @@ static int pack_all(Launcher *self, PyObject *values, char *buf) {
                      self->n_params, values);
         return -1;
     }
-    return tc_pack_values(self, &PyTuple_GET_ITEM(values, 0), PyTuple_GET_SIZE(values), buf);
+    return tc_pack_values(self, &PyTuple_GET_ITEM(values, 0), NULL, PyTuple_GET_SIZE(values),
+                          buf);
 }
 
 static int as_dim(PyObject *o, unsigned int *out) {

@@ -52,8 +52,10 @@ typedef struct {
 
 extern PyTypeObject LauncherType;
 
-/* Pack n parameter values into buf (Launcher layout); -1 with an exception. */
-int tc_pack_values(Launcher *self, PyObject *const *values, Py_ssize_t n, char *buf);
+/* Pack n parameter values into buf (Launcher layout): values[i], or where that is NULL the
+ * integer raw[i]; -1 with an exception. */
+int tc_pack_values(Launcher *self, PyObject *const *values, const long long *raw, Py_ssize_t n,
+                   char *buf);
 
 /* Make the launcher's context current and launch with the packed parameters in
  * buf, releasing the GIL; the CUresult. */

@@ -237,31 +237,33 @@ static int fast_init(FastLaunch *self, PyObject *args, PyObject *kwds) {
 
 /* The values gathered from one call's arguments (new references). */
 typedef struct {
-    PyObject *vals[MAX_VALUES];
+    PyObject *vals[MAX_VALUES];    /* NULL where the value is the integer raw[i] */
+    long long raw[MAX_VALUES];
     Py_ssize_t n;
-    PyObject *layout[MAX_VALUES];  /* borrowed from vals */
     long long layout_ll[MAX_VALUES];
     Py_ssize_t n_layout;
 } Gathered;
 
 static void release(Gathered *g) {
-    for (Py_ssize_t i = 0; i < g->n; i++) Py_DECREF(g->vals[i]);
+    for (Py_ssize_t i = 0; i < g->n; i++) Py_XDECREF(g->vals[i]);
     g->n = 0;
 }
 
-/* Push a new reference onto the values (and onto the layout if `layout`). */
-static int push(Gathered *g, PyObject *v, int layout) {
-    if (layout) {
-        long long x = PyLong_AsLongLong(v);
-        if (x == -1 && PyErr_Occurred()) {
-            Py_DECREF(v);
-            return -1;
-        }
-        g->layout[g->n_layout] = v;
-        g->layout_ll[g->n_layout++] = x;
-    }
+/* Push an integer value read in C (no Python object), also onto the layout. */
+static void push_raw(Gathered *g, long long v) {
+    g->layout_ll[g->n_layout++] = v;
+    g->raw[g->n] = v;
+    g->vals[g->n++] = NULL;
+}
+
+/* Value i as a new reference (an int object for a raw value). */
+static PyObject *value_object(const Gathered *g, Py_ssize_t i) {
+    return g->vals[i] ? Py_NewRef(g->vals[i]) : PyLong_FromLongLong(g->raw[i]);
+}
+
+/* Push a new reference onto the values (a scalar argument). */
+static void push(Gathered *g, PyObject *v) {
     g->vals[g->n++] = v;
-    return 0;
 }
 
 /* 1: the int `o` as a long long in *out; 0: not an exact int in range. */
@@ -298,11 +300,9 @@ static int cupy_flat(ArgSpec *s, PyObject *a, long long *n) {
 }
 
 /* The layout guards of an array whose pointer, dims and element strides are known, then its
- * values pushed: torch's own int objects where given (ptr_o, shape and strides tuples),
- * new ones otherwise. 1 ok, 0 guard failed, -1 error. */
+ * values pushed (as integers: no Python objects). 1 ok, 0 guard failed. */
 static int finish_array(const ArgSpec *s, long long ptr, const long long *dims,
-                        const long long *st, PyObject *ptr_o, PyObject *shape,
-                        PyObject *strides, Gathered *g) {
+                        const long long *st, Gathered *g) {
     for (int d = 0; d < s->ndim; d++)  /* tile code indexes with int32 (else the general path raises) */
         if (dims[d] < 0 || dims[d] >= 2147483648LL) return 0;
     int aligned = !(ptr & 15);
@@ -313,17 +313,9 @@ static int finish_array(const ArgSpec *s, long long ptr, const long long *dims,
         int whole = ((dims[last] * s->itemsize) & 15) == 0;
         if ((st[last] == 1) != s->unit || whole != s->whole) return 0;
     }
-    PyObject *v = ptr_o ? Py_NewRef(ptr_o) : PyLong_FromLongLong(ptr);
-    if (v == NULL || push(g, v, 1)) return -1;
-    for (int d = 0; d < s->ndim; d++) {
-        v = shape ? Py_NewRef(PyTuple_GET_ITEM(shape, d)) : PyLong_FromLongLong(dims[d]);
-        if (v == NULL || push(g, v, 1)) return -1;
-    }
-    for (int d = 0; d < s->ndim; d++) {
-        v = strides && s->kind == ARG_TORCH ? Py_NewRef(PyTuple_GET_ITEM(strides, d))
-                                            : PyLong_FromLongLong(st[d]);
-        if (v == NULL || push(g, v, 1)) return -1;
-    }
+    push_raw(g, ptr);
+    for (int d = 0; d < s->ndim; d++) push_raw(g, dims[d]);
+    for (int d = 0; d < s->ndim; d++) push_raw(g, st[d]);
     return 1;
 }
 
@@ -359,8 +351,7 @@ static int gather_dl(ArgSpec *s, PyObject *a, Gathered *g) {
         st[d] = t.strides ? t.strides[d] : stride;
         stride *= dims[d];
     }
-    return finish_array(s, (long long)(uintptr_t)t.data + (long long)t.byte_offset, dims, st,
-                        NULL, NULL, NULL, g);
+    return finish_array(s, (long long)(uintptr_t)t.data + (long long)t.byte_offset, dims, st, g);
 }
 
 /* Guards and values of one array argument: 1 ok, 0 guard failed, -1 error. */
@@ -427,7 +418,7 @@ static int gather_array(ArgSpec *s, PyObject *a, Gathered *g) {
             }
         }
     }
-    result = finish_array(s, ptr, dims, st, ptr_o, shape, strides, g);
+    result = finish_array(s, ptr, dims, st, g);
     goto done;
 error:
     result = -1;
@@ -454,13 +445,11 @@ static int gather(FastLaunch *self, PyObject *args, Gathered *g) {
             break;
         case ARG_I32:
             if (!exact_int(a, &v) || v < INT32_MIN || v > INT32_MAX) return PyErr_Occurred() ? -1 : 0;
-            Py_INCREF(a);
-            if (push(g, a, 0)) return -1;
+            push(g, Py_NewRef(a));
             break;
         case ARG_F32:
             if (!PyFloat_CheckExact(a)) return 0;
-            Py_INCREF(a);
-            if (push(g, a, 0)) return -1;
+            push(g, Py_NewRef(a));
             break;
         default:
             r = gather_array(s, a, g);
@@ -508,8 +497,12 @@ static int layout_validated(FastLaunch *self, Gathered *g) {
     PyObject *key = PyTuple_New(g->n_layout);
     if (key == NULL) return -1;
     for (Py_ssize_t i = 0; i < g->n_layout; i++) {
-        Py_INCREF(g->layout[i]);
-        PyTuple_SET_ITEM(key, i, g->layout[i]);
+        PyObject *v = PyLong_FromLongLong(g->layout_ll[i]);
+        if (v == NULL) {
+            Py_DECREF(key);
+            return -1;
+        }
+        PyTuple_SET_ITEM(key, i, v);
     }
     int found = PyDict_Contains(self->validated, key);
     Py_DECREF(key);
@@ -592,7 +585,7 @@ static long launch_values(FastLaunch *self, unsigned long long stream, unsigned 
             return -1;
         }
         long err = -1;
-        if (!tc_pack_values(l, g->vals, g->n, buf))
+        if (!tc_pack_values(l, g->vals, g->raw, g->n, buf))
             err = tc_launch_packed(l, (void *)(uintptr_t)stream, dims[0], dims[1], dims[2], buf);
         if (buf != stack_buf) PyMem_Free(buf);
         return err;
@@ -600,8 +593,12 @@ static long launch_values(FastLaunch *self, unsigned long long stream, unsigned 
     PyObject *values = PyTuple_New(g->n);
     if (values == NULL) return -1;
     for (Py_ssize_t i = 0; i < g->n; i++) {
-        Py_INCREF(g->vals[i]);
-        PyTuple_SET_ITEM(values, i, g->vals[i]);
+        PyObject *v = value_object(g, i);
+        if (v == NULL) {
+            Py_DECREF(values);
+            return -1;
+        }
+        PyTuple_SET_ITEM(values, i, v);
     }
     PyObject *r = PyObject_CallFunction(self->launcher, "KIIIN", stream, dims[0], dims[1],
                                         dims[2], values);
