@@ -1,10 +1,13 @@
 """CUDA code generation: every op and dtype compiles to a cubin for sm_80 and sm_90."""
+import math
 import struct
 
+import numpy as np
 import pytest
 
 from tilecore.backend import ArraySpec, CodegenOptions, compile_cubin, generate
 from tilecore.backend.cuda.codegen import RULES
+from tilecore.backend.cuda.emit import unravel
 from tilecore.ir.ops import OPS
 from tilecore.language import dtypes as D
 
@@ -109,3 +112,18 @@ def test_block_size_choice_and_validation():
     for bad in (16, 48, 2048):
         with pytest.raises(ValueError):
             generate(fn, SPECS, CodegenOptions(num_threads=bad))
+
+
+@pytest.mark.parametrize("shape, want", [
+    ((1, 1024), ["0", "e"]),                      # a row tile: the column is e itself
+    ((4, 8), ["(e / 8)", "(e % 8)"]),
+    ((1, 4, 8), ["0", "(e / 8)", "(e % 8)"]),
+    ((2, 1, 8), ["(e / 8)", "0", "(e % 8)"]),
+    ((2, 3, 4), ["(e / 12)", "((e / 4) % 3)", "(e % 4)"]),
+    ((1,), ["0"]),
+])
+def test_unravel_needs_no_remainder_on_the_outermost_long_axis(shape, want):
+    assert unravel("e", shape) == want
+    for e in range(min(64, math.prod(shape))):  # row-major order, as NumPy's
+        got = [eval(x.replace("/", "//"), {"e": e}) for x in want]  # noqa: S307
+        assert got == [int(i) for i in np.unravel_index(e, shape)]

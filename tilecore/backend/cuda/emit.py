@@ -169,12 +169,16 @@ class Ctx:
 
 
 def unravel(e: str, shape: tuple[int, ...]) -> list[str]:
-    """C++ expressions of the multi-index of row-major element `e` in `shape`."""
+    """C++ expressions of the multi-index of row-major element `e` (0 <= e < the
+    tile's size) in `shape`. The outermost axis longer than 1 needs no remainder:
+    a (1, N) row tile's column is `e` itself."""
     out = []
-    for i, (s, rs) in enumerate(zip(shape, row_strides(shape))):
+    outer = True  # every axis so far has length 1
+    for s, rs in zip(shape, row_strides(shape)):
         if s == 1:
             out.append("0")
             continue
         q = e if rs == 1 else f"({e} / {rs})"
-        out.append(q if i == 0 else f"({q} % {s})")
+        out.append(q if outer else f"({q} % {s})")
+        outer = False
     return out
