@@ -108,12 +108,11 @@ def _inputs(dtype: torch.dtype, n: int) -> tuple:
 
 
 def _resident(kernel, args, threads: int) -> str:
-    """"[registers, resident blocks per SM]" of `kernel`'s build for `args`, from ptxas's report."""
-    from tilecore.backend.cuda.nvrtc import compile_cubin_report
+    """"[registers, resident blocks per SM]" of `kernel`'s build for `args`."""
     from tilecore.backend.cuda.occupancy import blocks_per_sm
     arch = "sm_{}{}".format(*torch.cuda.get_device_capability())
-    _, used = compile_cubin_report(ct.compile(kernel, args, arch=arch).source, arch)
-    return f"[{used.registers}, {blocks_per_sm(threads, used.registers, arch)}]" if used else ""
+    registers = ct.compile(kernel, args, arch=arch).registers
+    return f"[{registers}, {blocks_per_sm(threads, registers, arch)}]" if registers else ""
 
 
 def sweep(stream, repeat: int) -> None:

@@ -84,7 +84,7 @@ def test_rebuilt_with_min_blocks_when_it_spills_no_more(monkeypatch):
     got = ct.compile(k, _args(), arch="sm_90")
     assert len(sources) == 2
     assert "__launch_bounds__(512, 3)" in got.source and got.source == sources[1]
-    assert got.cubin[:4] == b"\x7fELF"
+    assert got.cubin[:4] == b"\x7fELF" and got.registers == 40
 
 
 def test_rebuild_dropped_when_it_spills(monkeypatch):
@@ -92,6 +92,7 @@ def test_rebuild_dropped_when_it_spills(monkeypatch):
     got = ct.compile(ct.kernel(row_sum.pyfunc), _args(), arch="sm_90")
     assert len(sources) == 2
     assert "__launch_bounds__(512)" in got.source and got.source == sources[0]
+    assert got.registers == 42
 
 
 def test_no_rebuild_with_the_kernels_own_occupancy(monkeypatch):
@@ -115,3 +116,9 @@ def test_cache_entry_keeps_the_bounds(monkeypatch, tmp_path):
     assert cache.disk_hits == 1
     assert "__launch_bounds__(512, 4)" in first.source
     assert again.source == first.source and again.cubin == first.cubin
+    assert again.registers == first.registers == 32
+
+
+def test_compile_reports_the_registers_ptxas_gave():
+    got = ct.compile(ct.kernel(row_sum.pyfunc), _args(1024), arch="sm_90")
+    assert 8 <= got.registers <= 255

@@ -41,7 +41,8 @@ _PACKAGE = Path(__file__).resolve().parent.parent
 @dataclass(frozen=True)
 class CompiledKernel:
     """One compiled specialization: the generated CUDA C++ (`source`), the
-    cubin bytes, the IR text, the entry name and the launch geometry."""
+    cubin bytes, the IR text, the entry name, the launch geometry and the
+    registers per thread ptxas gave it (0 if it did not say)."""
 
     name: str
     arch: str
@@ -53,6 +54,7 @@ class CompiledKernel:
     smem_bytes: int
     param_format: str
     cluster_size: int
+    registers: int = 0
 
 
 @functools.lru_cache(maxsize=1)
@@ -98,30 +100,35 @@ def _dump(name: str, key: str, fn: Function, gen: GeneratedKernel) -> None:
 
 
 def _compile_fitted(gen: GeneratedKernel, arch: str, options: CodegenOptions, fn: Function
-                    ) -> tuple[int, bytes]:
-    """(min_blocks, cubin): the cubin of `gen`, rebuilt with tighter launch bounds
-    when its registers miss one more resident block per SM by a few (see
-    backend/cuda/occupancy.py); min_blocks is 0 when it was not."""
+                    ) -> tuple[int, int, bytes]:
+    """(min_blocks, registers, cubin): the cubin of `gen`, rebuilt with tighter
+    launch bounds when its registers miss one more resident block per SM by a
+    few (see backend/cuda/occupancy.py); min_blocks is 0 when it was not,
+    registers 0 when ptxas did not report them."""
     def report(source: str):
         return compile_cubin_report(source, arch, opt_level=options.opt_level,
                                     kernel_name=fn.name, loc=fn.loc)
     cubin, used = report(gen.source)
-    blocks = None
-    if used is not None and not options.occupancy:
-        blocks = tighter_min_blocks(gen.block_threads, used.registers, arch)
-    if blocks is None:
-        return 0, cubin
-    tight_cubin, tight_used = report(with_min_blocks(gen, blocks).source)
-    if tight_used is None or tight_used.spills_more_than(used):
-        return 0, cubin
-    return blocks, tight_cubin
+    if used is None:
+        return 0, 0, cubin
+    blocks = None if options.occupancy else \
+        tighter_min_blocks(gen.block_threads, used.registers, arch)
+    if blocks is not None:
+        tight_cubin, tight_used = report(with_min_blocks(gen, blocks).source)
+        if tight_used is not None and not tight_used.spills_more_than(used):
+            return blocks, tight_used.registers, tight_cubin
+    return 0, used.registers, cubin
+
+
+_ENTRY_HEADER = struct.Struct("<HH")  # a cache entry: min_blocks, registers, then the cubin
 
 
 def build(kernel: Kernel, kinds: Sequence[ArgKind], arrays: dict[int, ArraySpec],
           arch: str) -> CompiledKernel:
     """Compile one specialization for `arch`, through the memory and disk caches.
-    A cache entry holds the cubin after the launch bounds' min-blocks it was
-    built with (two bytes, 0 for none), so that `source` is what was compiled."""
+    A cache entry holds the launch bounds' min-blocks the cubin was built with
+    (0 for none, so that `source` is what was compiled) and its registers, then
+    the cubin."""
     fn = kernel.ir_for(list(kinds))
     options = codegen_options(kernel, arch)
     gen = generate(fn, arrays, options)
@@ -133,15 +140,16 @@ def build(kernel: Kernel, kinds: Sequence[ArgKind], arrays: dict[int, ArraySpec]
     _dump(fn.name, key, fn, gen)
 
     def build_entry() -> bytes:
-        blocks, cubin = _compile_fitted(gen, arch, options, fn)
-        return struct.pack("<H", blocks) + cubin
+        blocks, registers, cubin = _compile_fitted(gen, arch, options, fn)
+        return _ENTRY_HEADER.pack(blocks, registers) + cubin
 
     entry = default_cache().get_or_build(key, build_entry)
-    (blocks,), cubin = struct.unpack_from("<H", entry), entry[2:]
+    blocks, registers = _ENTRY_HEADER.unpack_from(entry)
     if blocks:
         gen = with_min_blocks(gen, blocks)
-    return CompiledKernel(fn.name, arch, gen.source, cubin, format_function(fn), gen.entry,
-                          gen.block_threads, gen.smem_bytes, gen.param_format, options.num_ctas)
+    return CompiledKernel(fn.name, arch, gen.source, entry[_ENTRY_HEADER.size:],
+                          format_function(fn), gen.entry, gen.block_threads, gen.smem_bytes,
+                          gen.param_format, options.num_ctas, registers)
 
 
 def numpy_array_spec(a: np.ndarray) -> ArraySpec:
