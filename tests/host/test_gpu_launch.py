@@ -134,3 +134,32 @@ def test_fast_path_follows_new_arrays_and_rechecks_overlap(lib, native, monkeypa
     np.testing.assert_allclose(to_np(out_half), host[0][:1502] + host[2][:1502], rtol=1e-6)
     with pytest.raises(ValueError, match="overlap"):
         ct.launch(None, (3,), axpy, (dev[0], dev[2], dev[0], 1.0, 1024))
+
+
+@ct.kernel
+def scale_by_first(x, out, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.store(out, index=(bid,), tile=ct.load(x, index=(bid,), shape=(TILE,)) *
+             ct.load(x, index=(0,), shape=(TILE,)))
+
+
+def test_streaming_kernels_ask_the_driver_for_the_smallest_l1():
+    """axpy's blocks read disjoint tiles: its function carries the largest
+    shared-memory carveout; scale_by_first re-reads tile 0 in every block and
+    keeps the driver's default."""
+    cp = pytest.importorskip("cupy")
+    from cuda.bindings import driver as drv
+    x = cp.arange(2048, dtype=cp.float32)
+    out = cp.zeros_like(x)
+    ct.launch(None, (2,), axpy, (x, cp.ones_like(x), out, 2.0, 1024))
+    np.testing.assert_array_equal(cp.asnumpy(out), np.arange(2048.0) * 2 + 1)
+    ct.launch(None, (2,), scale_by_first, (x, out, 1024))
+    np.testing.assert_array_equal(cp.asnumpy(out), np.arange(2048.0) * np.tile(np.arange(1024.0), 2))
+    attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
+    for kernel, expected in ((axpy, 100), (scale_by_first, -1)):
+        plans = [p for p in kernel.backend_cache.values() if getattr(p, "loaded", None)]
+        assert plans
+        for plan in plans:
+            err, value = drv.cuFuncGetAttribute(attr, plan.loaded.function)
+            assert err == drv.CUresult.CUDA_SUCCESS and value == expected, \
+                (kernel.__name__, err, value)

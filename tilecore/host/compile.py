@@ -42,7 +42,9 @@ _PACKAGE = Path(__file__).resolve().parent.parent
 class CompiledKernel:
     """One compiled specialization: the generated CUDA C++ (`source`), the
     cubin bytes, the IR text, the entry name, the launch geometry and the
-    registers per thread ptxas gave it (0 if it did not say)."""
+    registers per thread ptxas gave it (0 if it did not say). `streams`: each
+    block reads data of its own, so the launch asks for the smallest L1 (the
+    largest shared-memory carveout; see ir/block_reuse.py)."""
 
     name: str
     arch: str
@@ -55,6 +57,7 @@ class CompiledKernel:
     param_format: str
     cluster_size: int
     registers: int = 0
+    streams: bool = False
 
 
 @functools.lru_cache(maxsize=1)
@@ -149,7 +152,7 @@ def build(kernel: Kernel, kinds: Sequence[ArgKind], arrays: dict[int, ArraySpec]
         gen = with_min_blocks(gen, blocks)
     return CompiledKernel(fn.name, arch, gen.source, entry[_ENTRY_HEADER.size:],
                           format_function(fn), gen.entry, gen.block_threads, gen.smem_bytes,
-                          gen.param_format, options.num_ctas, registers)
+                          gen.param_format, options.num_ctas, registers, gen.streams)
 
 
 def numpy_array_spec(a: np.ndarray) -> ArraySpec:

@@ -15,7 +15,8 @@ from typing import Any
 
 from ..errors import TileLaunchError
 from .device import Device
-from .driver import FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, CudaError, check, driver, \
+from .driver import FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, \
+    FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, CudaError, check, driver, \
     error_name
 from .params import param_offsets
 
@@ -61,10 +62,13 @@ def launch_error(kernel: str, code: Any, what: str = "Launch",
 
 
 class LoadedKernel:
-    """A kernel entry point of a cubin, loaded into one device's primary context."""
+    """A kernel entry point of a cubin, loaded into one device's primary context.
+    `streams` (each block reads data of its own) asks the driver for the
+    largest shared-memory carveout, leaving L1 at its smallest."""
 
     def __init__(self, cubin: bytes, entry: str, block_threads: int, smem_bytes: int,
-                 param_format: str, cluster_size: int, name: str, device: Device):
+                 param_format: str, cluster_size: int, name: str, device: Device,
+                 streams: bool = False):
         self.name = name
         self.device = device
         self.block_threads = block_threads
@@ -84,6 +88,9 @@ class LoadedKernel:
             if smem_bytes > DEFAULT_SMEM_LIMIT:
                 check(api.set_function_attribute(
                     function, FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_bytes))
+            if streams:  # no block re-reads another's data: L1 at its smallest
+                check(api.set_function_attribute(
+                    function, FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100))
         except CudaError as e:
             raise launch_error(name, e.code, "Loading",
                                f"entry {entry!r} on {device.name}, {device.arch}") from None

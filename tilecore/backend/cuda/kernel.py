@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Sequence
 
+from ...ir.block_reuse import streams
 from ...ir.core import Function
 from ...ir.types import ArrayType
 from ...language.dtypes import DType
@@ -86,6 +87,7 @@ class GeneratedKernel:
     smem_bytes: int
     param_format: str
     params: list[ParamSlot]
+    streams: bool = False  # each block reads its own data (ir/block_reuse.py)
 
 
 _RAW_BITS = {"float16": "__ushort_as_half", "bfloat16": "__ushort_as_bfloat16"}
@@ -160,7 +162,7 @@ def generate(fn: Function, arrays: dict[int, ArraySpec], options: CodegenOptions
     return GeneratedKernel(
         source="\n".join(src), entry=entry, block_threads=threads,
         smem_bytes=ctx.smem_bytes, param_format="@" + "".join(s.format for s in slots),
-        params=slots)
+        params=slots, streams=streams(fn))
 
 
 def with_min_blocks(gen: GeneratedKernel, min_blocks: int) -> GeneratedKernel:

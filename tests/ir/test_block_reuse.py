@@ -1,0 +1,187 @@
+"""Which kernels stream (each block reads data no other block reads), the
+analysis that picks the L1/shared-memory split at launch. Each kernel also
+runs against NumPy, so that the access pattern named is the one it has."""
+import numpy as np
+
+import tilecore as ct
+from tilecore.ir.block_reuse import streams
+
+T = 8
+RNG = np.random.default_rng(7)
+
+
+def _streams(kernel) -> bool:
+    (fn,) = kernel._ir.values()
+    return streams(fn)
+
+
+def _f32(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+@ct.kernel
+def add(a, b, c, TILE: ct.Constant[int]):
+    i = ct.bid(0)
+    ct.store(c, index=(i,), tile=ct.load(a, index=(i,), shape=(TILE,)) +
+             ct.load(b, index=(i,), shape=(TILE,)))
+
+
+def test_elementwise_add_streams():
+    a, b = _f32(3 * T + 3), _f32(3 * T + 3)
+    c = np.zeros_like(a)
+    ct.launch(None, (4,), add, (a, b, c, T))
+    np.testing.assert_array_equal(c, a + b)
+    assert _streams(add)
+    assert ct.compile(add, (a, b, c, T)).streams
+
+
+@ct.kernel
+def scale_rows(x, w, y, N: ct.Constant[int]):
+    row = ct.bid(0)
+    t = ct.load(x, index=(row, 0), shape=(1, N))
+    ct.store(y, index=(row, 0), tile=t * ct.load(w, index=(0,), shape=(N,)))
+
+
+def test_block_invariant_load_is_reuse():
+    """Every block reads all of w (layer-norm's weight): not streaming."""
+    x, w = _f32(5, T), _f32(T)
+    y = np.zeros_like(x)
+    ct.launch(None, (5,), scale_rows, (x, w, y, T))
+    np.testing.assert_allclose(y, x.astype(np.float64) * w, rtol=1e-6)
+    assert not _streams(scale_rows)
+    assert not ct.compile(scale_rows, (x, w, y, T)).streams
+
+
+@ct.kernel
+def row_sums(x, out, TILE: ct.Constant[int]):
+    row = ct.bid(0)
+    acc = ct.zeros((1, TILE), dtype=ct.float32)
+    for k in range(ct.num_tiles(x, 1, (1, TILE))):
+        acc += ct.load(x, index=(row, k), shape=(1, TILE), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(out, index=(row,), tile=ct.reshape(ct.sum(acc, axis=1), (1,)))
+
+
+def test_loop_over_a_row_streams():
+    x = _f32(3, 3 * T + 5)
+    out = np.zeros(3, np.float32)
+    ct.launch(None, (3,), row_sums, (x, out, T))
+    np.testing.assert_allclose(out, x.astype(np.float64).sum(1), rtol=1e-5)
+    assert _streams(row_sums)
+
+
+@ct.kernel
+def total(x, out, TILE: ct.Constant[int]):
+    acc = ct.zeros((TILE,), dtype=ct.float32)
+    for k in range(ct.num_tiles(x, 0, (TILE,))):
+        acc += ct.load(x, index=(k,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(out, index=(0,), tile=ct.sum(acc, axis=0, keepdims=True))
+
+
+def test_kernel_without_block_index_is_not_streaming():
+    x = _f32(2 * T + 1)
+    out = np.zeros(1, np.float32)
+    ct.launch(None, (1,), total, (x, out, T))
+    np.testing.assert_allclose(out, [x.astype(np.float64).sum()], rtol=1e-5)
+    assert not _streams(total)
+
+
+@ct.kernel
+def blocked_product(a, b, c, TILE: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((TILE, TILE), dtype=ct.float32)
+    for k in range(ct.num_tiles(a, 1, (TILE, TILE))):
+        acc += ct.load(a, index=(i, k), shape=(TILE, TILE)) * \
+            ct.load(b, index=(k, j), shape=(TILE, TILE))
+    ct.store(c, index=(i, j), tile=acc)
+
+
+def test_tile_read_by_a_row_of_blocks_is_reuse():
+    """a's tile (i, k) is read by every block of row i: not streaming."""
+    a, b = _f32(2 * T, 3 * T), _f32(3 * T, 2 * T)
+    c = np.zeros((2 * T, 2 * T), np.float32)
+    ct.launch(None, (2, 2), blocked_product, (a, b, c, T))
+    ref = np.zeros((2 * T, 2 * T))
+    for i in range(2):
+        for j in range(2):
+            for k in range(3):
+                ref[i * T:(i + 1) * T, j * T:(j + 1) * T] += \
+                    a[i * T:(i + 1) * T, k * T:(k + 1) * T].astype(np.float64) * \
+                    b[k * T:(k + 1) * T, j * T:(j + 1) * T]
+    np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-5)
+    assert not _streams(blocked_product)
+
+
+@ct.kernel
+def add_2d(a, b, c, TILE: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(c, index=(i, j), tile=ct.load(a, index=(i, j), shape=(TILE, TILE)) +
+             ct.load(b, index=(i, j), shape=(TILE, TILE)))
+
+
+def test_two_dimensional_grid_indexed_by_both_streams():
+    a, b = _f32(2 * T, 3 * T), _f32(2 * T, 3 * T)
+    c = np.zeros_like(a)
+    ct.launch(None, (2, 3), add_2d, (a, b, c, T))
+    np.testing.assert_array_equal(c, a + b)
+    assert _streams(add_2d)
+
+
+@ct.kernel
+def persistent_rows(x, y, N: ct.Constant[int]):
+    for row in range(ct.bid(0), x.shape[0], ct.num_blocks(0)):
+        t = ct.load(x, index=(row, 0), shape=(1, N))
+        ct.store(y, index=(row, 0), tile=t * 2.0)
+
+
+def test_persistent_loop_from_block_index_streams():
+    x = _f32(7, T)
+    y = np.zeros_like(x)
+    ct.launch(None, (3,), persistent_rows, (x, y, T))
+    np.testing.assert_array_equal(y, x * 2)
+    assert _streams(persistent_rows)
+
+
+@ct.kernel
+def carried_from_block(x, out, TILE: ct.Constant[int]):
+    i = ct.bid(0)
+    acc = ct.zeros((TILE,), dtype=ct.float32)
+    for _ in range(2):
+        acc += ct.load(x, index=(i,), shape=(TILE,))
+        i = i + ct.num_blocks(0)
+    ct.store(out, index=(ct.bid(0),), tile=acc)
+
+
+@ct.kernel
+def carried_from_zero(x, out, TILE: ct.Constant[int]):
+    i = 0
+    acc = ct.zeros((TILE,), dtype=ct.float32)
+    for _ in range(2):
+        acc += ct.load(x, index=(i,), shape=(TILE,))
+        i = i + 1
+    ct.store(out, index=(ct.bid(0),), tile=acc)
+
+
+def test_loop_carried_index_follows_its_origin():
+    x = _f32(4 * T)
+    out = np.zeros(2 * T, np.float32)
+    ct.launch(None, (2,), carried_from_block, (x, out, T))
+    x64 = x.astype(np.float64).reshape(4, T)
+    np.testing.assert_allclose(out.reshape(2, T), x64[:2] + x64[2:], rtol=1e-6)
+    assert _streams(carried_from_block)
+    ct.launch(None, (2,), carried_from_zero, (x, out, T))
+    np.testing.assert_allclose(out.reshape(2, T), np.tile(x64[0] + x64[1], (2, 1)), rtol=1e-6)
+    assert not _streams(carried_from_zero)
+
+
+@ct.kernel
+def reverse(src, dst, TILE: ct.Constant[int]):
+    idx = ct.bid(0) * TILE + ct.arange(TILE, dtype=ct.int32)
+    ct.scatter(dst, idx, ct.gather(src, src.shape[0] - 1 - idx, padding_value=0.0))
+
+
+def test_gather_is_not_streaming():
+    src = _f32(3 * T)
+    dst = np.zeros_like(src)
+    ct.launch(None, (3,), reverse, (src, dst, T))
+    np.testing.assert_array_equal(dst, src[::-1])
+    assert not _streams(reverse)
