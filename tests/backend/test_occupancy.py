@@ -1,12 +1,13 @@
 """Occupancy-aware launch bounds: hand-computed resident-block counts, when a
 kernel is rebuilt with a min-blocks bound, and that the rebuild is dropped
-when ptxas spills more (checked with ptxas's report replaced)."""
+when it needs more stack, where spills go (checked with the cubin's report
+replaced)."""
 import numpy as np
 import pytest
 
 import tilecore as ct
-from tilecore.backend.cuda.occupancy import (Resources, blocks_per_sm, parse_resources,
-                                             tighter_min_blocks)
+from tilecore.backend.cuda.cubin_info import Resources
+from tilecore.backend.cuda.occupancy import blocks_per_sm, tighter_min_blocks
 from tilecore.host import compile as host_compile
 from tilecore.runtime.cache import CompileCache, DiskCache
 
@@ -42,16 +43,6 @@ def test_tighter_min_blocks(threads, registers, want):
     assert tighter_min_blocks(threads, registers, "sm_90") == want
 
 
-def test_parse_resources():
-    log = ("ptxas info    : Function properties for tc_k\n"
-           "ptxas         .     8 bytes stack frame, 16 bytes spill stores, 12 bytes spill loads\n"
-           "ptxas info    : Used 42 registers, used 1 barriers, 128 bytes smem\n")
-    assert parse_resources(log) == Resources(42, 16, 12)
-    assert parse_resources("no report") is None
-    assert Resources(40, 16, 12).spills_more_than(Resources(42, 0, 0))
-    assert not Resources(40, 0, 0).spills_more_than(Resources(42, 0, 0))
-
-
 @ct.kernel
 def row_sum(x, y, N: ct.Constant[int]):
     t = ct.load(x, (ct.bid(0), 0), (1, N))
@@ -59,7 +50,7 @@ def row_sum(x, y, N: ct.Constant[int]):
 
 
 def _with_report(monkeypatch, first: Resources, second: Resources):
-    """Make ptxas report `first` for the plain source and `second` for the rebuild."""
+    """Make the cubin report `first` for the plain source and `second` for the rebuild."""
     real = host_compile.compile_cubin_report
     sources = []
 
@@ -79,7 +70,7 @@ def _args(n=4096):
 
 
 def test_rebuilt_with_min_blocks_when_it_spills_no_more(monkeypatch):
-    sources = _with_report(monkeypatch, Resources(42, 0, 0), Resources(40, 0, 0))
+    sources = _with_report(monkeypatch, Resources(42, 0), Resources(40, 0))
     k = ct.kernel(row_sum.pyfunc)
     got = ct.compile(k, _args(), arch="sm_90")
     assert len(sources) == 2
@@ -87,8 +78,8 @@ def test_rebuilt_with_min_blocks_when_it_spills_no_more(monkeypatch):
     assert got.cubin[:4] == b"\x7fELF" and got.registers == 40
 
 
-def test_rebuild_dropped_when_it_spills(monkeypatch):
-    sources = _with_report(monkeypatch, Resources(42, 0, 0), Resources(40, 8, 8))
+def test_rebuild_dropped_when_it_needs_more_stack(monkeypatch):
+    sources = _with_report(monkeypatch, Resources(42, 0), Resources(40, 8))
     got = ct.compile(ct.kernel(row_sum.pyfunc), _args(), arch="sm_90")
     assert len(sources) == 2
     assert "__launch_bounds__(512)" in got.source and got.source == sources[0]
@@ -96,7 +87,7 @@ def test_rebuild_dropped_when_it_spills(monkeypatch):
 
 
 def test_no_rebuild_with_the_kernels_own_occupancy(monkeypatch):
-    sources = _with_report(monkeypatch, Resources(42, 0, 0), Resources(40, 0, 0))
+    sources = _with_report(monkeypatch, Resources(42, 0), Resources(40, 0))
     got = ct.compile(ct.kernel(occupancy=2)(row_sum.pyfunc), _args(), arch="sm_90")
     assert len(sources) == 1 and "__launch_bounds__(512, 2)" in got.source
 
@@ -109,7 +100,7 @@ def test_cache_entry_keeps_the_bounds(monkeypatch, tmp_path):
     monkeypatch.setattr(host_compile, "compile_cubin_report",
                         lambda source, arch, **kw: (real(source, arch, **kw)[0],
                                                     Resources(33 if "(512)" in source else 32,
-                                                              0, 0)))
+                                                              0)))
     first = ct.compile(ct.kernel(row_sum.pyfunc), _args(), arch="sm_80")
     cache.memory.clear()
     again = ct.compile(ct.kernel(row_sum.pyfunc), _args(), arch="sm_80")

@@ -42,7 +42,7 @@ _PACKAGE = Path(__file__).resolve().parent.parent
 class CompiledKernel:
     """One compiled specialization: the generated CUDA C++ (`source`), the
     cubin bytes, the IR text, the entry name, the launch geometry and the
-    registers per thread ptxas gave it (0 if it did not say). `streams`: each
+    registers per thread ptxas gave it (0 if the cubin did not say). `streams`: each
     block reads data of its own, so the launch asks for the smallest L1 (the
     largest shared-memory carveout; see ir/block_reuse.py)."""
 
@@ -107,7 +107,7 @@ def _compile_fitted(gen: GeneratedKernel, arch: str, options: CodegenOptions, fn
     """(min_blocks, registers, cubin): the cubin of `gen`, rebuilt with tighter
     launch bounds when its registers miss one more resident block per SM by a
     few (see backend/cuda/occupancy.py); min_blocks is 0 when it was not,
-    registers 0 when ptxas did not report them."""
+    registers 0 when the cubin does not say."""
     def report(source: str):
         return compile_cubin_report(source, arch, opt_level=options.opt_level,
                                     kernel_name=fn.name, loc=fn.loc)
@@ -118,7 +118,7 @@ def _compile_fitted(gen: GeneratedKernel, arch: str, options: CodegenOptions, fn
         tighter_min_blocks(gen.block_threads, used.registers, arch)
     if blocks is not None:
         tight_cubin, tight_used = report(with_min_blocks(gen, blocks).source)
-        if tight_used is not None and not tight_used.spills_more_than(used):
+        if tight_used is not None and not tight_used.uses_more_stack_than(used):
             return blocks, tight_used.registers, tight_cubin
     return 0, used.registers, cubin
 

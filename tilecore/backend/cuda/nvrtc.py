@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import io
 import os
 import re
 from pathlib import Path
 from typing import Optional
 
 from ...errors import Loc, TileCompileError
-from .occupancy import Resources, parse_resources
+from .cubin_info import Resources, kernel_resources
 
 __all__ = ["compile_cubin", "compile_cubin_report", "nvrtc_version", "header_fingerprint",
            "INCLUDE_DIR"]
@@ -42,17 +41,15 @@ def _excerpt(source: str, line: int) -> str:
                      for n in range(lo, hi + 1))
 
 
-def _compile(source: str, arch: str, opt_level: int, name: str) -> tuple[bytes, str]:
-    """The cubin and the compile log (with ptxas's resource report)."""
+def _compile(source: str, arch: str, opt_level: int, name: str) -> bytes:
+    """The cubin (cuda.core raises NVRTCError, with the log, on failure)."""
     from cuda.core import Program, ProgramOptions
 
     opts = ProgramOptions(name=name, arch=arch, std="c++17",
                           include_path=[str(INCLUDE_DIR), _cuda_include_dir()],
                           device_code_optimize=opt_level > 0,
-                          ptxas_options=[f"-O{opt_level}", "-v"])
-    log = io.StringIO()
-    code = Program(source, "c++", opts).compile("cubin", logs=log)
-    return bytes(code.code), log.getvalue()
+                          ptxas_options=[f"-O{opt_level}"])
+    return bytes(Program(source, "c++", opts).compile("cubin").code)
 
 
 def _strip_line_directives(source: str) -> str:
@@ -71,15 +68,15 @@ def compile_cubin(source: str, arch: str, *, opt_level: int = 3, kernel_name: st
 
 def compile_cubin_report(source: str, arch: str, *, opt_level: int = 3, kernel_name: str = "",
                          loc: Loc | None = None) -> tuple[bytes, Optional[Resources]]:
-    """The cubin of `source` for exactly `arch` and ptxas's report of its
-    registers and spills (None if the log has none).
+    """The cubin of `source` for exactly `arch` and its kernel's registers and
+    stack, read from the cubin (None if it does not say; see cubin_info.py).
 
     Raises TileCompileError with the NVRTC log and the generated lines around
     each error (and the kernel's Python location if `loc` is given). A source
     with `#line` directives is recompiled without them to locate the errors."""
     name = f"{kernel_name or 'tilecore_kernel'}.cu"
     try:
-        cubin, log = _compile(source, arch, opt_level, name)
+        cubin = _compile(source, arch, opt_level, name)
     except Exception as exc:  # cuda.core raises NVRTCError with the log in its text
         log = str(exc)
         shown = source
@@ -97,7 +94,7 @@ def compile_cubin_report(source: str, arch: str, *, opt_level: int = 3, kernel_n
                 seen.add(line)
                 parts.append(f"generated source around line {line}:\n{_excerpt(shown, line)}")
         raise TileCompileError("\n\n".join(parts), loc) from None
-    return cubin, parse_resources(log)
+    return cubin, kernel_resources(cubin)
 
 
 @functools.lru_cache(maxsize=1)

@@ -6,16 +6,15 @@ Memory-bound tile kernels live on the bytes in flight per SM, so losing a
 resident block to two registers costs far more than the registers save: a
 float32 layer-norm over rows of 4096 (512 threads) that ptxas gave 42
 registers ran two blocks per SM and 6.5% slower than at 40 registers and
-three blocks (H100). The rebuild is kept only when ptxas spills no more than
-before, and only when the kernel names no `occupancy` of its own.
+three blocks (H100). The rebuild is kept only when its stack (where spills
+go) is no larger than before, and only when the kernel names no `occupancy`
+of its own. Registers and stack are read from the cubin (cubin_info.py).
 """
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from typing import Optional
 
-__all__ = ["Resources", "parse_resources", "blocks_per_sm", "tighter_min_blocks"]
+__all__ = ["blocks_per_sm", "tighter_min_blocks"]
 
 REGISTERS_PER_SM = 65536
 REGISTER_UNIT = 256        # registers are allocated per warp in units of 256
@@ -26,30 +25,6 @@ SLACK = 4                  # at most this many registers over the next level are
 # architecture takes the nearest listed one below it.
 _SM_LIMITS = {80: (2048, 32), 86: (1536, 16), 87: (2048, 16), 89: (1536, 24), 90: (2048, 32),
               100: (2048, 32), 120: (1536, 32)}
-
-_USED = re.compile(r"Used (\d+) registers")
-_SPILLS = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
-
-
-@dataclass(frozen=True)
-class Resources:
-    """What ptxas reported for a kernel: registers per thread and spill bytes."""
-
-    registers: int
-    spill_stores: int
-    spill_loads: int
-
-    def spills_more_than(self, other: "Resources") -> bool:
-        return self.spill_stores > other.spill_stores or self.spill_loads > other.spill_loads
-
-
-def parse_resources(log: str) -> Optional[Resources]:
-    """The resources in a `ptxas -v` log of one kernel, or None when absent."""
-    used, spills = _USED.search(log), _SPILLS.search(log)
-    if used is None or spills is None:
-        return None
-    return Resources(int(used.group(1)), int(spills.group(1)), int(spills.group(2)))
-
 
 def _limits(arch: str) -> tuple[int, int]:
     cc = int(arch.split("_")[1].rstrip("af"))
