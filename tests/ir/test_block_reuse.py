@@ -174,6 +174,70 @@ def test_loop_carried_index_follows_its_origin():
 
 
 @ct.kernel
+def strided_while(x, out, TILE: ct.Constant[int]):
+    i = ct.bid(0)
+    acc = ct.zeros((TILE,), dtype=ct.float32)
+    while True:
+        if i >= ct.num_tiles(x, 0, (TILE,)):
+            break
+        acc += ct.load(x, index=(i,), shape=(TILE,))
+        i = i + ct.num_blocks(0)
+    ct.store(out, index=(ct.bid(0),), tile=acc)
+
+
+@ct.kernel
+def restarted_while(x, out, TILE: ct.Constant[int]):
+    i = ct.bid(0)
+    acc = ct.zeros((TILE,), dtype=ct.float32)
+    while True:
+        acc += ct.load(x, index=(i,), shape=(TILE,))
+        if i >= 1:
+            break
+        i = 1  # the next round reads tile 1, whatever the block
+    ct.store(out, index=(ct.bid(0),), tile=acc)
+
+
+def test_while_loop_carried_index():
+    """Carried through a while loop: from the block index it streams; once
+    overwritten by a constant on some path, every block also reads that tile."""
+    x = _f32(5 * T)
+    x64 = x.astype(np.float64).reshape(5, T)
+    out = np.zeros(2 * T, np.float32)
+    ct.launch(None, (2,), strided_while, (x, out, T))
+    np.testing.assert_allclose(out.reshape(2, T), [x64[0] + x64[2] + x64[4], x64[1] + x64[3]],
+                               rtol=1e-6)
+    assert _streams(strided_while)
+    ct.launch(None, (2,), restarted_while, (x, out, T))
+    np.testing.assert_allclose(out.reshape(2, T), [x64[0] + x64[1], x64[1]], rtol=1e-6)
+    assert not _streams(restarted_while)
+
+
+@ct.kernel
+def branch_index(x, out, TILE: ct.Constant[int], SHARED: ct.Constant[bool]):
+    b = ct.bid(0)
+    if b % 2 == 0:
+        i = 2 * b
+    elif SHARED:
+        i = 1
+    else:
+        i = 2 * b + 1
+    ct.store(out, index=(b,), tile=ct.load(x, index=(i,), shape=(TILE,)))
+
+
+def test_if_results_depend_on_what_every_branch_yields():
+    x = _f32(6 * T)
+    x64 = x.reshape(6, T)
+    out = np.zeros(3 * T, np.float32)
+    ct.launch(None, (3,), branch_index, (x, out, T, False))
+    np.testing.assert_array_equal(out.reshape(3, T), x64[[0, 3, 4]])
+    assert _streams(branch_index)
+    branch_index._ir.clear()
+    ct.launch(None, (3,), branch_index, (x, out, T, True))
+    np.testing.assert_array_equal(out.reshape(3, T), x64[[0, 1, 4]])
+    assert not _streams(branch_index)
+
+
+@ct.kernel
 def reverse(src, dst, TILE: ct.Constant[int]):
     idx = ct.bid(0) * TILE + ct.arange(TILE, dtype=ct.int32)
     ct.scatter(dst, idx, ct.gather(src, src.shape[0] - 1 - idx, padding_value=0.0))
