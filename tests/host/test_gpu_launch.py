@@ -154,7 +154,8 @@ def test_streaming_kernels_ask_the_driver_for_the_smallest_l1():
     ct.launch(None, (2,), axpy, (x, cp.ones_like(x), out, 2.0, 1024))
     np.testing.assert_array_equal(cp.asnumpy(out), np.arange(2048.0) * 2 + 1)
     ct.launch(None, (2,), scale_by_first, (x, out, 1024))
-    np.testing.assert_array_equal(cp.asnumpy(out), np.arange(2048.0) * np.tile(np.arange(1024.0), 2))
+    np.testing.assert_array_equal(cp.asnumpy(out),
+                                  np.arange(2048.0) * np.tile(np.arange(1024.0), 2))
     attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
     for kernel, expected in ((axpy, 100), (scale_by_first, -1)):
         plans = [p for p in kernel.backend_cache.values() if getattr(p, "loaded", None)]

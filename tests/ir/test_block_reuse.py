@@ -5,6 +5,7 @@ import numpy as np
 
 import tilecore as ct
 from tilecore.ir.block_reuse import streams
+from tilecore.samples import tile_sum
 
 T = 8
 RNG = np.random.default_rng(7)
@@ -69,17 +70,10 @@ def test_loop_over_a_row_streams():
     assert _streams(row_sums)
 
 
-@ct.kernel
-def total(x, out, TILE: ct.Constant[int]):
-    acc = ct.zeros((TILE,), dtype=ct.float32)
-    for k in range(ct.num_tiles(x, 0, (TILE,))):
-        acc += ct.load(x, index=(k,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
-    ct.store(out, index=(0,), tile=ct.sum(acc, axis=0, keepdims=True))
-
-
 def test_kernel_without_block_index_is_not_streaming():
     x = _f32(2 * T + 1)
     out = np.zeros(1, np.float32)
+    total = ct.kernel(tile_sum.pyfunc)  # the sample, with IR of its own
     ct.launch(None, (1,), total, (x, out, T))
     np.testing.assert_allclose(out, [x.astype(np.float64).sum()], rtol=1e-5)
     assert not _streams(total)

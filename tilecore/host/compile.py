@@ -42,9 +42,9 @@ _PACKAGE = Path(__file__).resolve().parent.parent
 class CompiledKernel:
     """One compiled specialization: the generated CUDA C++ (`source`), the
     cubin bytes, the IR text, the entry name, the launch geometry and the
-    registers per thread ptxas gave it (0 if the cubin did not say). `streams`: each
-    block reads data of its own, so the launch asks for the smallest L1 (the
-    largest shared-memory carveout; see ir/block_reuse.py)."""
+    registers per thread ptxas gave it (0 if the cubin did not say).
+    `streams`: each block reads data of its own, so the launch asks for the
+    smallest L1 (the largest shared-memory carveout; see ir/block_reuse.py)."""
 
     name: str
     arch: str

@@ -51,7 +51,8 @@ def _symbol_index(data: bytes, sections: list, name: str) -> Optional[int]:
     _, offset, size, link = next(s for s in sections if s[0] == ".symtab")
     strings = sections[link][1]
     for i in range(size // _SYMBOL.size):
-        if _c_string(data, strings + _SYMBOL.unpack_from(data, offset + i * _SYMBOL.size)[0]) == name:
+        name_at = _SYMBOL.unpack_from(data, offset + i * _SYMBOL.size)[0]
+        if _c_string(data, strings + name_at) == name:
             return i
     return None
 
