@@ -107,3 +107,37 @@ def test_identical_sources_of_two_kernels_both_get_their_registers(monkeypatch):
     named = ct.compile(ct.kernel(num_threads=512)(centered.pyfunc), (x, x.copy(), 4096))
     assert plain.block_threads == named.block_threads == 512
     assert plain.registers == named.registers > 0
+
+
+@ct.kernel(num_threads=32)
+def wide_rows(x, y, N: ct.Constant[int]):
+    row = ct.bid(0)
+    t = ct.load(x, index=(row, 0), shape=(1, N))
+    ct.store(y, index=(row, 0), tile=t / ct.sum(t, axis=1, keepdims=True))
+
+
+def test_compiled_kernel_reports_its_stack():
+    """256 floats per thread do not fit in 255 registers: the build has a
+    stack, which the launch takes as a reason to keep L1 large."""
+    x = np.zeros((2, 8192), np.float32)
+    got = ct.compile(wide_rows, (x, x.copy(), 8192))
+    assert got.streams and got.registers == 255 and got.stack_bytes > 0
+    small = ct.compile(wide_rows, (x[:, :1024].copy(), x[:, :1024].copy(), 1024))
+    assert small.streams and small.stack_bytes == 0
+
+
+@pytest.mark.gpu
+def test_streaming_kernel_that_spills_keeps_the_default_l1():
+    """L1 caches the stack, so a spilling kernel is not given the smallest L1."""
+    cp = pytest.importorskip("cupy")
+    from cuda.bindings import driver as drv
+    host = np.random.default_rng(3).random((2, 8192)).astype(np.float32) + 0.5
+    rows, scaled = cp.asarray(host), cp.zeros((2, 8192), cp.float32)
+    ct.launch(None, (2,), wide_rows, (rows, scaled, 8192))
+    h64 = host.astype(np.float64)
+    np.testing.assert_allclose(cp.asnumpy(scaled), h64 / h64.sum(1, keepdims=True), rtol=1e-5)
+    attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
+    plans = [p for p in wide_rows.backend_cache.values() if getattr(p, "loaded", None)]
+    assert plans
+    for plan in plans:
+        assert drv.cuFuncGetAttribute(attr, plan.loaded.function) == (drv.CUresult.CUDA_SUCCESS, -1)

@@ -146,7 +146,8 @@ def scale_by_first(x, out, TILE: ct.Constant[int]):
 def test_streaming_kernels_ask_the_driver_for_the_smallest_l1():
     """axpy's blocks read disjoint tiles: its function carries the largest
     shared-memory carveout; scale_by_first re-reads tile 0 in every block and
-    keeps the driver's default."""
+    keeps the driver's default (test_cubin_info: a streaming kernel that spills
+    keeps it too)."""
     cp = pytest.importorskip("cupy")
     from cuda.bindings import driver as drv
     x = cp.arange(2048, dtype=cp.float32)

@@ -82,12 +82,12 @@ def fake_device():
     return dev
 
 
-def make(monkeypatch, fmt="@QiqHf", smem=0, cluster=1, streams=False, **kw):
+def make(monkeypatch, fmt="@QiqHf", smem=0, cluster=1, small_l1=False, **kw):
     drv = FakeDriver(fmt, **kw)
     api = BindingsDriver(drv)
     monkeypatch.setattr(launch_mod, "driver", lambda: api)
     dev = fake_device()
-    k = LoadedKernel(b"CUBIN", "tile_add", 128, smem, fmt, cluster, "add", dev, streams=streams)
+    k = LoadedKernel(b"CUBIN", "tile_add", 128, smem, fmt, cluster, "add", dev, small_l1=small_l1)
     return k, drv, dev
 
 
@@ -119,8 +119,8 @@ def test_large_shared_memory_opts_in(monkeypatch):
                              100 * 1024)
 
 
-def test_streaming_kernel_asks_for_the_smallest_l1(monkeypatch):
-    _, drv, _ = make(monkeypatch, streams=True)
+def test_small_l1_asks_for_the_largest_carveout(monkeypatch):
+    _, drv, _ = make(monkeypatch, small_l1=True)
     assert drv.calls[-1] == (
         "attr", FN, real.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100)
 

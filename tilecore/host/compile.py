@@ -21,6 +21,7 @@ import numpy as np
 from .. import config
 from .._version import __version__
 from ..backend.cuda import ArraySpec, CodegenOptions, GeneratedKernel, generate
+from ..backend.cuda.cubin_info import Resources
 from ..backend.cuda.kernel import with_min_blocks
 from ..backend.cuda.nvrtc import compile_cubin_report, header_fingerprint
 from ..backend.cuda.occupancy import tighter_min_blocks
@@ -42,9 +43,10 @@ _PACKAGE = Path(__file__).resolve().parent.parent
 class CompiledKernel:
     """One compiled specialization: the generated CUDA C++ (`source`), the
     cubin bytes, the IR text, the entry name, the launch geometry and the
-    registers per thread ptxas gave it (0 if the cubin did not say).
-    `streams`: each block reads data of its own, so the launch asks for the
-    smallest L1 (the largest shared-memory carveout; see ir/block_reuse.py)."""
+    registers and stack bytes per thread ptxas gave it (0 if the cubin did not
+    say). `streams`: each block reads data of its own (ir/block_reuse.py); the
+    launch then asks for the smallest L1, unless the kernel spills (a stack),
+    since L1 caches the stack."""
 
     name: str
     arch: str
@@ -58,6 +60,7 @@ class CompiledKernel:
     cluster_size: int
     registers: int = 0
     streams: bool = False
+    stack_bytes: int = 0
 
 
 @functools.lru_cache(maxsize=1)
@@ -103,35 +106,36 @@ def _dump(name: str, key: str, fn: Function, gen: GeneratedKernel) -> None:
 
 
 def _compile_fitted(gen: GeneratedKernel, arch: str, options: CodegenOptions, fn: Function
-                    ) -> tuple[int, int, bytes]:
-    """(min_blocks, registers, cubin): the cubin of `gen`, rebuilt with tighter
+                    ) -> tuple[int, Resources, bytes]:
+    """(min_blocks, resources, cubin): the cubin of `gen`, rebuilt with tighter
     launch bounds when its registers miss one more resident block per SM by a
-    few (see backend/cuda/occupancy.py); min_blocks is 0 when it was not,
-    registers 0 when the cubin does not say."""
+    few (see backend/cuda/occupancy.py); min_blocks is 0 when it was not, the
+    resources 0 when the cubin does not say."""
     def report(source: str):
         return compile_cubin_report(source, arch, opt_level=options.opt_level,
                                     kernel_name=fn.name, loc=fn.loc)
     cubin, used = report(gen.source)
     if used is None:
-        return 0, 0, cubin
+        return 0, Resources(0, 0), cubin
     blocks = None if options.occupancy else \
         tighter_min_blocks(gen.block_threads, used.registers, arch)
     if blocks is not None:
         tight_cubin, tight_used = report(with_min_blocks(gen, blocks).source)
         if tight_used is not None and not tight_used.uses_more_stack_than(used):
-            return blocks, tight_used.registers, tight_cubin
-    return 0, used.registers, cubin
+            return blocks, tight_used, tight_cubin
+    return 0, used, cubin
 
 
-_ENTRY_HEADER = struct.Struct("<HH")  # a cache entry: min_blocks, registers, then the cubin
+# a cache entry: min_blocks, registers, stack bytes, then the cubin
+_ENTRY_HEADER = struct.Struct("<HHI")
 
 
 def build(kernel: Kernel, kinds: Sequence[ArgKind], arrays: dict[int, ArraySpec],
           arch: str) -> CompiledKernel:
     """Compile one specialization for `arch`, through the memory and disk caches.
     A cache entry holds the launch bounds' min-blocks the cubin was built with
-    (0 for none, so that `source` is what was compiled) and its registers, then
-    the cubin."""
+    (0 for none, so that `source` is what was compiled), its registers and
+    stack, then the cubin."""
     fn = kernel.ir_for(list(kinds))
     options = codegen_options(kernel, arch)
     gen = generate(fn, arrays, options)
@@ -143,16 +147,16 @@ def build(kernel: Kernel, kinds: Sequence[ArgKind], arrays: dict[int, ArraySpec]
     _dump(fn.name, key, fn, gen)
 
     def build_entry() -> bytes:
-        blocks, registers, cubin = _compile_fitted(gen, arch, options, fn)
-        return _ENTRY_HEADER.pack(blocks, registers) + cubin
+        blocks, used, cubin = _compile_fitted(gen, arch, options, fn)
+        return _ENTRY_HEADER.pack(blocks, used.registers, used.stack_bytes) + cubin
 
     entry = default_cache().get_or_build(key, build_entry)
-    blocks, registers = _ENTRY_HEADER.unpack_from(entry)
+    blocks, registers, stack = _ENTRY_HEADER.unpack_from(entry)
     if blocks:
         gen = with_min_blocks(gen, blocks)
     return CompiledKernel(fn.name, arch, gen.source, entry[_ENTRY_HEADER.size:],
                           format_function(fn), gen.entry, gen.block_threads, gen.smem_bytes,
-                          gen.param_format, options.num_ctas, registers, gen.streams)
+                          gen.param_format, options.num_ctas, registers, gen.streams, stack)
 
 
 def numpy_array_spec(a: np.ndarray) -> ArraySpec:

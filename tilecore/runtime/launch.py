@@ -63,12 +63,12 @@ def launch_error(kernel: str, code: Any, what: str = "Launch",
 
 class LoadedKernel:
     """A kernel entry point of a cubin, loaded into one device's primary context.
-    `streams` (each block reads data of its own) asks the driver for the
-    largest shared-memory carveout, leaving L1 at its smallest."""
+    `small_l1` asks the driver for the largest shared-memory carveout, leaving
+    L1 at its smallest (for kernels whose blocks each read data of their own)."""
 
     def __init__(self, cubin: bytes, entry: str, block_threads: int, smem_bytes: int,
                  param_format: str, cluster_size: int, name: str, device: Device,
-                 streams: bool = False):
+                 small_l1: bool = False):
         self.name = name
         self.device = device
         self.block_threads = block_threads
@@ -88,7 +88,7 @@ class LoadedKernel:
             if smem_bytes > DEFAULT_SMEM_LIMIT:
                 check(api.set_function_attribute(
                     function, FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem_bytes))
-            if streams:  # no block re-reads another's data: L1 at its smallest
+            if small_l1:
                 check(api.set_function_attribute(
                     function, FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100))
         except CudaError as e:
