@@ -121,9 +121,9 @@ def test_compiled_kernel_reports_its_stack():
     stack, which the launch takes as a reason to keep L1 large."""
     x = np.zeros((2, 8192), np.float32)
     got = ct.compile(wide_rows, (x, x.copy(), 8192))
-    assert got.streams and got.registers == 255 and got.stack_bytes > 0
+    assert got.streams and got.registers == 255 and got.stack_bytes > 0 and not got.small_l1
     small = ct.compile(wide_rows, (x[:, :1024].copy(), x[:, :1024].copy(), 1024))
-    assert small.streams and small.stack_bytes == 0
+    assert small.streams and small.stack_bytes == 0 and small.small_l1
 
 
 @pytest.mark.gpu

@@ -44,9 +44,7 @@ class CompiledKernel:
     """One compiled specialization: the generated CUDA C++ (`source`), the
     cubin bytes, the IR text, the entry name, the launch geometry and the
     registers and stack bytes per thread ptxas gave it (0 if the cubin did not
-    say). `streams`: each block reads data of its own (ir/block_reuse.py); the
-    launch then asks for the smallest L1, unless the kernel spills (a stack),
-    since L1 caches the stack."""
+    say). `streams`: each block reads data of its own (ir/block_reuse.py)."""
 
     name: str
     arch: str
@@ -61,6 +59,13 @@ class CompiledKernel:
     registers: int = 0
     streams: bool = False
     stack_bytes: int = 0
+
+    @property
+    def small_l1(self) -> bool:
+        """Whether the launch should ask for the smallest L1 (the largest
+        shared-memory carveout): the kernel streams and does not spill, since
+        L1 caches the stack."""
+        return self.streams and not self.stack_bytes
 
 
 @functools.lru_cache(maxsize=1)

@@ -26,6 +26,7 @@ SLACK = 4                  # at most this many registers over the next level are
 _SM_LIMITS = {80: (2048, 32), 86: (1536, 16), 87: (2048, 16), 89: (1536, 24), 90: (2048, 32),
               100: (2048, 32), 120: (1536, 32)}
 
+
 def _limits(arch: str) -> tuple[int, int]:
     cc = int(arch.split("_")[1].rstrip("af"))
     below = [c for c in _SM_LIMITS if c <= cc]
