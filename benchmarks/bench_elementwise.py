@@ -3,6 +3,8 @@ PyTorch, CuPy and Triton, with the device-to-device copy bandwidth of the
 same run. Bandwidth counts bytes read plus written (12 bytes per element).
 Timed in the steady state (common.steady_ms: back-to-back over rotating
 buffers); a second table times the same calls with do_bench (L2 flushed).
+"tilecore, no PDL" is the same kernel launched in plain stream order
+(TILECORE_PDL=0), without programmatic dependent launch.
 
     python benchmarks/bench_elementwise.py [--out DIR] [--sweep]
 """
@@ -17,7 +19,8 @@ import triton
 import tilecore as ct
 from kernels import triton_add
 from common import (bench_ms, buffer_sets, copy_bandwidth_gbs, device_info,
-                    flushed_copy_bandwidth_gbs, parse_out, print_table, steady_ms, write_json)
+                    flushed_copy_bandwidth_gbs, parse_out, plain_order, print_table, steady_ms,
+                    write_json)
 
 TILE = 1024  # as Triton's kernel: level with it at 2^24 and 2^26 in an A/B, 4096 was 0.3% behind
 
@@ -62,14 +65,20 @@ def main() -> None:
         copies = [(torch.empty(6 * n, dtype=torch.uint8, device="cuda"),
                    torch.empty(6 * n, dtype=torch.uint8, device="cuda")) for _ in sets]
         grid = (ct.cdiv(n, TILE),)
-        for a, b, c in sets:
-            ct.launch(stream, grid, vec_add, (a, b, c, TILE))
-            torch.cuda.synchronize()
-            assert torch.equal(c, a + b), "tilecore vec_add is wrong"
+        plain = plain_order(vec_add, lambda k: ct.launch(stream, grid, k, (*sets[0], TILE)))
+        for kernel in (vec_add, plain):
+            for a, b, c in sets:
+                c.fill_(float("nan"))
+                ct.launch(stream, grid, kernel, (a, b, c, TILE))
+                torch.cuda.synchronize()
+                assert torch.equal(c, a + b), "tilecore vec_add is wrong"
         cupy_sets = [tuple(cp.asarray(t) for t in abc) for abc in sets]
         calls = {
             "tilecore": [lambda a=a, b=b, c=c: ct.launch(stream, grid, vec_add, (a, b, c, TILE))
                          for a, b, c in sets],
+            "tilecore, no PDL": [lambda a=a, b=b, c=c: ct.launch(stream, grid, plain,
+                                                                 (a, b, c, TILE))
+                                 for a, b, c in sets],
             "torch": [lambda a=a, b=b, c=c: torch.add(a, b, out=c) for a, b, c in sets],
             "cupy": [lambda a=a, b=b, c=c: cp.add(a, b, out=c) for a, b, c in cupy_sets],
             "triton": [lambda a=a, b=b, c=c: triton_add[(triton.cdiv(n, 1024),)](
@@ -83,13 +92,14 @@ def main() -> None:
         name = f"2^{log2n}"
         rows.append([name, *(round(v, 1) for v in gbs.values()),
                      f"{100 * gbs['tilecore'] / copy_gbs:.1f}%",
-                     f"{100 * gbs['tilecore'] / gbs['triton']:.1f}%"])
+                     f"{100 * gbs['tilecore'] / gbs['triton']:.1f}%",
+                     f"{100 * gbs['tilecore, no PDL'] / gbs['triton']:.1f}%"])
         flushed_rows.append([name, *(round(v, 1) for v in flushed.values()),
                              f"{100 * flushed['tilecore'] / flushed_copy_gbs:.1f}%"])
         records.append({"n": n, "buffer_sets": len(sets), "ms": times, "gbs": gbs,
                         "flushed_gbs": flushed})
     print_table(f"c = a + b, float32, GB/s, steady state (1 GiB copy: {copy_gbs:.0f} GB/s)",
-                ["n", *calls, "tilecore/1GiB copy", "tilecore/triton"], rows)
+                ["n", *calls, "tilecore/1GiB copy", "tilecore/triton", "no PDL/triton"], rows)
     print_table(f"the same timed by do_bench, L2 flushed before each call (1 GiB copy: "
                 f"{flushed_copy_gbs:.0f} GB/s)",
                 ["n", "tilecore", "triton", "copy, same bytes", "tilecore/1GiB copy"],

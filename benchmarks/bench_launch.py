@@ -1,7 +1,9 @@
 """Host overhead of a cached launch of a small kernel: median host time of
 one launch call (no synchronization inside the timed region), for tilecore,
 Triton, CuPy element-wise and PyTorch, measured in one run, in interleaved
-rounds (the host is a VM whose speed drifts within seconds).
+rounds (the host is a VM whose speed drifts within seconds). tilecore launches
+with programmatic dependent launch (cuLaunchKernelEx with one attribute) on
+sm_90+; "no PDL" is the same kernel with TILECORE_PDL=0 (cuLaunchKernel).
 
     python benchmarks/bench_launch.py [--out DIR]
 """
@@ -15,7 +17,7 @@ import torch
 
 import tilecore as ct
 from kernels import triton_add
-from common import device_info, parse_out, print_table, write_json
+from common import device_info, parse_out, plain_order, print_table, write_json
 
 N = 1024
 LAUNCHES = 20000
@@ -119,7 +121,7 @@ def breakdown(a, b, c, raw, stream, sync) -> dict:
             lambda: (array_fields(a, "a"), array_fields(b, "b"), array_fields(c, "c")), noop),
         "stage: _scan (args -> key, values)": (lambda: gpu._scan(small_add, args), noop),
         "stage: LoadedKernel.launch": (lambda: loaded.launch(raw, (1, 1, 1), values), sync),
-        "stage: C launcher (pack + context check + cuLaunchKernel)": (
+        "stage: C launcher (pack + context check + cuLaunchKernel[Ex])": (
             lambda: c_launch(raw, 1, 1, 1, values), sync),
         "stage: cuda.bindings launcher (fallback)": (
             lambda: bindings.launch(raw, 1, 1, 1, values), sync),
@@ -138,9 +140,12 @@ def main() -> None:
     raw = stream.cuda_stream
     own = torch.cuda.Stream().cuda_stream  # PyTorch creates its streams non-blocking
     sync = torch.cuda.synchronize
+    plain = plain_order(small_add, lambda k: ct.launch(stream, (1,), k, (a, b, c, N)))
     cases = {
         "tilecore (torch stream)": (
             lambda: ct.launch(stream, (1,), small_add, (a, b, c, N)), sync),
+        "tilecore, no PDL (torch stream)": (
+            lambda: ct.launch(stream, (1,), plain, (a, b, c, N)), sync),
         "tilecore (raw handle)": (lambda: ct.launch(raw, (1,), small_add, (a, b, c, N)), sync),
         "tilecore (cupy arrays)": (lambda: ct.launch(raw, (1,), small_add, (ca, cb, cc, N)),
                                    sync),

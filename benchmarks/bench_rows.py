@@ -4,7 +4,9 @@ torch.softmax / torch.nn.functional.layer_norm and Triton kernels, with the
 copy bandwidth of the same run. GB/s counts the bytes that must move (input
 read once, output written once; layer-norm also reads weight and bias).
 Timed in the steady state (common.steady_ms: back-to-back calls over rotating
-buffers, many calls between two events).
+buffers, many calls between two events). "tilecore, no PDL" is the same
+kernel launched in plain stream order (TILECORE_PDL=0), without programmatic
+dependent launch.
 
     python benchmarks/bench_rows.py [--out DIR] [--sweep] [--repeat N]
 
@@ -25,20 +27,10 @@ import triton.language as tl
 
 import tilecore as ct
 from tilecore.samples import softmax_rows as softmax
-from common import (buffer_sets, copy_bandwidth_gbs, device_info, parse_out, print_table,
-                    steady_ms, write_json)
+from common import (buffer_sets, copy_bandwidth_gbs, device_info, parse_out, plain_order,
+                    print_table, steady_ms, write_json)
 
 ROWS = 16384
-
-
-@ct.kernel
-def softmax_rcp(x, y, N: ct.Constant[int]):
-    """softmax with one division per row: e * (1 / sum) instead of e / sum."""
-    row = ct.bid(0)
-    t = ct.load(x, index=(row, 0), shape=(1, N), padding_mode=ct.PaddingMode.NEG_INF)
-    t = t.astype(ct.float32)
-    e = ct.exp(t - ct.max(t, axis=1, keepdims=True))
-    ct.store(y, index=(row, 0), tile=(e * (1.0 / ct.sum(e, axis=1, keepdims=True))).astype(y.dtype))
 
 
 @ct.kernel
@@ -160,27 +152,39 @@ def _interleaved_medians(fns: dict, repeat: int) -> dict:
     return {k: statistics.median(v) for k, v in samples.items()}
 
 
-def _check(x, y, w, b, stream) -> None:
+def _plain_kernels(x, y, w, b, stream) -> dict:
+    """softmax and layer_norm launched in plain stream order (no programmatic
+    dependent launch), by name."""
+    n = x.shape[1]
+    return {"softmax": plain_order(softmax, lambda k: ct.launch(stream, (ROWS,), k, (x, y, n))),
+            "layer_norm": plain_order(layer_norm, lambda k: ct.launch(
+                stream, (ROWS,), k, (x, w, b, y, 1e-5, n)))}
+
+
+def _check(x, y, w, b, stream, plain: dict) -> None:
     """tilecore's kernels against torch in float32 on one input."""
     n = x.shape[1]
     ref = torch.softmax(x.float(), dim=1)
     tol = 1e-5 if x.dtype == torch.float32 else 1e-2
-    for kernel in (softmax, softmax_rcp, softmax_approx):
+    for kernel in (softmax, softmax_approx, plain["softmax"]):
+        y.fill_(float("nan"))
         ct.launch(stream, (ROWS,), kernel, (x, y, n))
         assert torch.allclose(y.float(), ref, atol=tol, rtol=tol), f"{kernel.__name__} is wrong"
-    ct.launch(stream, (ROWS,), layer_norm, (x, w, b, y, 1e-5, n))
     ref = torch.nn.functional.layer_norm(x.float(), (n,), w.float(), b.float(), 1e-5)
-    assert torch.allclose(y.float(), ref, atol=20 * tol, rtol=tol), "layer_norm is wrong"
+    for kernel in (layer_norm, plain["layer_norm"]):
+        y.fill_(float("nan"))
+        ct.launch(stream, (ROWS,), kernel, (x, w, b, y, 1e-5, n))
+        assert torch.allclose(y.float(), ref, atol=20 * tol, rtol=tol), "layer_norm is wrong"
 
 
-def _cases(stream, n: int, w, b) -> dict:
+def _cases(stream, n: int, w, b, plain: dict) -> dict:
     """Each op's contenders, as functions of one (x, y) buffer set."""
     eps = 1e-5
     return {
         "softmax": {
             "tilecore": lambda x, y: ct.launch(stream, (ROWS,), softmax, (x, y, n)),
-            "tilecore (x * 1/sum)": lambda x, y: ct.launch(stream, (ROWS,), softmax_rcp,
-                                                           (x, y, n)),
+            "tilecore, no PDL": lambda x, y: ct.launch(stream, (ROWS,), plain["softmax"],
+                                                       (x, y, n)),
             "tilecore (approx)": lambda x, y: ct.launch(stream, (ROWS,), softmax_approx,
                                                         (x, y, n)),
             "torch": lambda x, y: torch.softmax(x, dim=1),
@@ -190,6 +194,8 @@ def _cases(stream, n: int, w, b) -> dict:
         "layer_norm": {
             "tilecore": lambda x, y: ct.launch(stream, (ROWS,), layer_norm,
                                                (x, w, b, y, eps, n)),
+            "tilecore, no PDL": lambda x, y: ct.launch(stream, (ROWS,), plain["layer_norm"],
+                                                       (x, w, b, y, eps, n)),
             "torch": lambda x, y: torch.nn.functional.layer_norm(x, (n,), w, b, eps),
             "triton": lambda x, y: triton_layer_norm[(ROWS,)](x, w, b, y, n, n, eps, BLOCK=n,
                                                               num_warps=_warps(n)),
@@ -208,8 +214,9 @@ def main() -> None:
     for dtype in (torch.float32, torch.bfloat16):
         for n in (1024, 4096):
             nbytes, sets, w, b = _inputs(dtype, n)
-            _check(*sets[0], w, b, stream)
-            for op, contenders in _cases(stream, n, w, b).items():
+            plain = _plain_kernels(*sets[0], w, b, stream)
+            _check(*sets[0], w, b, stream, plain)
+            for op, contenders in _cases(stream, n, w, b, plain).items():
                 fns = {k: [functools.partial(f, x, y) for x, y in sets]
                        for k, f in contenders.items()}
                 moved = nbytes + (2 * n * dtype.itemsize if op == "layer_norm" else 0)
@@ -217,18 +224,20 @@ def main() -> None:
                 gbs = {k: moved / ms / 1e6 for k, ms in times.items()}
                 dname = str(dtype).replace("torch.", "")
                 rows.append([op, dname, f"{ROWS}x{n}", round(gbs["tilecore"], 1),
-                             round(gbs["tilecore (x * 1/sum)"], 1) if op == "softmax" else "",
+                             round(gbs["tilecore, no PDL"], 1),
                              round(gbs["tilecore (approx)"], 1) if op == "softmax" else "",
                              round(gbs["torch"], 1), round(gbs["triton"], 1),
                              f"{100 * gbs['tilecore'] / gbs['triton']:.1f}%",
+                             f"{100 * gbs['tilecore, no PDL'] / gbs['triton']:.1f}%",
                              f"{100 * gbs['tilecore (approx)'] / gbs['triton']:.1f}%"
                              if op == "softmax" else "",
                              f"{100 * gbs['tilecore'] / copy_gbs:.1f}%"])
                 records.append({"op": op, "dtype": dname, "rows": ROWS, "cols": n,
                                 "buffer_sets": len(sets), "ms": times, "gbs": gbs})
     print_table(f"row kernels, GB/s (copy bandwidth {copy_gbs:.0f} GB/s)",
-                ["op", "dtype", "shape", "tilecore", "tilecore, x * 1/sum", "tilecore, approx",
-                 "torch", "triton", "tilecore/triton", "approx/triton", "tilecore/copy"], rows)
+                ["op", "dtype", "shape", "tilecore", "tilecore, no PDL", "tilecore, approx",
+                 "torch", "triton", "tilecore/triton", "no PDL/triton", "approx/triton",
+                 "tilecore/copy"], rows)
     path = write_json(out, "rows", {**device_info(), "copy_gbs": copy_gbs, "results": records})
     print(f"wrote {path}")
 

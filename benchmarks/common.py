@@ -11,7 +11,9 @@ is timed to the events' 0.5 us resolution."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import platform
 import statistics
 import time
@@ -104,6 +106,31 @@ def flushed_copy_bandwidth_gbs(nbytes: int = 1 << 30) -> float:
     src = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
     return 2 * nbytes / bench_ms(lambda: dst.copy_(src)) / 1e6
+
+
+def plain_order(kernel, first_launch: Callable[[object], object]):
+    """A second kernel object for `kernel`'s function that launches in plain
+    stream order: its specialization is loaded by `first_launch(copy)` with
+    TILECORE_PDL=0, so a table can show what programmatic dependent launch adds."""
+    import tilecore as ct
+    copy = ct.kernel(kernel.pyfunc)
+    with _env("TILECORE_PDL", "0"):
+        first_launch(copy)
+    torch.cuda.synchronize()
+    return copy
+
+
+@contextlib.contextmanager
+def _env(name: str, value: str):
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = old
 
 
 def device_info() -> dict:

@@ -5,7 +5,9 @@
  * timed per call like bench_launch.py does (sync every 200 launches), on the
  * legacy default stream, the per-thread default stream and a non-blocking stream;
  * then on the legacy stream again with the parameters passed as one packed
- * buffer (CU_LAUNCH_PARAM_BUFFER_POINTER) instead of an array of pointers.
+ * buffer (CU_LAUNCH_PARAM_BUFFER_POINTER) instead of an array of pointers;
+ * last, cuLaunchKernelEx with programmatic dependent launch on a non-blocking
+ * stream (tilecore's launch on sm_90+).
  *
  *   gcc -O2 -o /tmp/launch_floor benchmarks/launch_floor.c -ldl && /tmp/launch_floor
  */
@@ -22,6 +24,15 @@ static const char *PTX =
     " .param .u32 e, .param .u32 f, .param .u64 g, .param .u32 h, .param .u32 i,"
     " .param .u32 j) { ret; }\n";
 
+/* CUlaunchAttribute and CUlaunchConfig of cuda.h (CUDA 12+). */
+typedef struct { int id; char pad[4]; union { char bytes[64]; int pdl; } value; } attr_t;
+typedef struct {
+    unsigned int gx, gy, gz, bx, by, bz, smem;
+    void *stream;
+    attr_t *attrs;
+    unsigned int n_attrs;
+} config_t;
+
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -36,6 +47,7 @@ int main(void) {
          retain = (fn_t)dlsym(lib, "cuDevicePrimaryCtxRetain"),
          set_cur = (fn_t)dlsym(lib, "cuCtxSetCurrent"), load = (fn_t)dlsym(lib, "cuModuleLoadData"),
          get_fn = (fn_t)dlsym(lib, "cuModuleGetFunction"), launch = (fn_t)dlsym(lib, "cuLaunchKernel"),
+         launch_ex = (fn_t)dlsym(lib, "cuLaunchKernelEx"),
          sync = (fn_t)dlsym(lib, "cuCtxSynchronize"),
          stream_create = (fn_t)dlsym(lib, "cuStreamCreate");
     int dev;
@@ -68,26 +80,37 @@ int main(void) {
         {"non-blocking stream", non_blocking, params, NULL},
         {"legacy default stream, one parameter buffer", NULL, NULL, extra},
     };
+    attr_t pdl;
+    memset(&pdl, 0, sizeof pdl);
+    pdl.id = 6; /* CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION */
+    pdl.value.pdl = 1;
+    config_t config = {1, 1, 1, 128, 1, 1, 0, non_blocking, &pdl, 1};
     enum { N = 20000, WARM = 500, SYNC = 200 };
     static double t[N];
-    for (int s = 0; s < 4; s++) {
-        void *stream = streams[s].stream, **kp = streams[s].params, **ex = streams[s].extra;
+    for (int s = 0; s < 5; s++) {
+        int ex_launch = s == 4;
+        if (ex_launch && !launch_ex) break;
+        void *stream = ex_launch ? non_blocking : streams[s].stream;
+        void **kp = ex_launch ? params : streams[s].params, **ex = ex_launch ? NULL : streams[s].extra;
         for (int i = 0; i < WARM; i++)
-            CHECK(launch(fn, 1, 1, 1, 128, 1, 1, 0, stream, kp, ex));
+            CHECK(ex_launch ? launch_ex(&config, fn, kp, NULL)
+                            : launch(fn, 1, 1, 1, 128, 1, 1, 0, stream, kp, ex));
         CHECK(sync());
         for (int i = 0; i < N; i++) {
             struct timespec a, b;
             clock_gettime(CLOCK_MONOTONIC, &a);
-            launch(fn, 1, 1, 1, 128, 1, 1, 0, stream, kp, ex);
+            if (ex_launch) launch_ex(&config, fn, kp, NULL);
+            else launch(fn, 1, 1, 1, 128, 1, 1, 0, stream, kp, ex);
             clock_gettime(CLOCK_MONOTONIC, &b);
             t[i] = (b.tv_sec - a.tv_sec) * 1e6 + (b.tv_nsec - a.tv_nsec) / 1e3;
             if (i % SYNC == SYNC - 1) sync();
         }
         sync();
         qsort(t, N, sizeof t[0], cmp);
-        printf("cuLaunchKernel from C, %s, us per launch (%d launches): "
-               "median %.2f p10 %.2f p90 %.2f\n", streams[s].name, N, t[N / 2], t[N / 10],
-               t[9 * N / 10]);
+        printf("%s from C, %s, us per launch (%d launches): median %.2f p10 %.2f p90 %.2f\n",
+               ex_launch ? "cuLaunchKernelEx" : "cuLaunchKernel",
+               ex_launch ? "non-blocking stream, programmatic dependent launch" : streams[s].name,
+               N, t[N / 2], t[N / 10], t[9 * N / 10]);
     }
     return 0;
 }

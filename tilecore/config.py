@@ -22,6 +22,10 @@ TILECORE_ARCH               Target architecture for compilation (``sm_90``),
 TILECORE_NATIVE             ``0`` calls the CUDA driver through cuda.bindings
                             instead of tilecore's C extension (default ``1``:
                             the extension when it was built).
+TILECORE_PDL                ``0`` launches kernels in plain stream order
+                            instead of with programmatic dependent launch
+                            (default ``1``; sm_90 and newer). Read when a
+                            kernel specialization is first loaded.
 ==========================  =================================================
 """
 from __future__ import annotations
@@ -31,7 +35,7 @@ import re
 from pathlib import Path
 from typing import Optional
 
-__all__ = ["cache_dir", "dump_dir", "interpret", "block_order", "arch", "native"]
+__all__ = ["cache_dir", "dump_dir", "interpret", "block_order", "arch", "native", "pdl"]
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"", "0", "false", "no", "off"})
@@ -90,6 +94,13 @@ def native() -> bool:
     """False when TILECORE_NATIVE=0 asks for cuda.bindings instead of the C
     extension for driver calls (read when the driver is first loaded)."""
     return _flag("TILECORE_NATIVE", True)
+
+
+def pdl() -> bool:
+    """False when TILECORE_PDL=0 asks for kernels launched in plain stream order
+    rather than with programmatic dependent launch (read when a kernel
+    specialization is first loaded)."""
+    return _flag("TILECORE_PDL", True)
 
 
 def block_order() -> str:

@@ -62,6 +62,16 @@ def test_native(monkeypatch):
         config.native()
 
 
+def test_pdl(monkeypatch):
+    monkeypatch.delenv("TILECORE_PDL", raising=False)
+    assert config.pdl() is True
+    monkeypatch.setenv("TILECORE_PDL", "off")
+    assert config.pdl() is False
+    monkeypatch.setenv("TILECORE_PDL", "2")
+    with pytest.raises(ValueError, match="Invalid value of TILECORE_PDL: .* got '2'"):
+        config.pdl()
+
+
 def test_block_order(monkeypatch):
     assert config.block_order() == "sequential"
     monkeypatch.setenv("TILECORE_BLOCK_ORDER", "Random")

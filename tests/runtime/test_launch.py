@@ -1,6 +1,6 @@
 """LoadedKernel over the cuda.bindings driver API, against a recording
 stand-in for cuda.bindings.driver: load steps, parameters as the driver reads
-them, context switches, cluster launches, error texts. (The C launcher's
+them, context switches, cluster and programmatic dependent launches, error texts. (The C launcher's
 packing is checked in test_native.py, its launches on the GPU.)"""
 import ctypes
 from types import SimpleNamespace
@@ -67,8 +67,18 @@ class FakeDriver(SimpleNamespace):
         self.calls.append(("launch_ex", f, (config.gridDimX, config.gridDimY, config.gridDimZ),
                            (config.blockDimX, config.blockDimY, config.blockDimZ),
                            config.sharedMemBytes, int(config.hStream),
-                           config.attrs[0].value.clusterDim.x, self._read_params(params)))
+                           tuple(_attr(a) for a in config.attrs[:config.numAttrs]),
+                           self._read_params(params)))
         return (self.launch_result,)
+
+
+def _attr(a):
+    """A launch attribute as (name, value)."""
+    if a.id == real.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+        return ("cluster", (a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z))
+    if a.id == real.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+        return ("pdl", a.value.programmaticStreamSerializationAllowed)
+    raise AssertionError(f"unexpected launch attribute {a.id}")
 
 
 CTX = 0xC0
@@ -82,12 +92,13 @@ def fake_device():
     return dev
 
 
-def make(monkeypatch, fmt="@QiqHf", smem=0, cluster=1, small_l1=False, **kw):
+def make(monkeypatch, fmt="@QiqHf", smem=0, cluster=1, small_l1=False, pdl=False, **kw):
     drv = FakeDriver(fmt, **kw)
     api = BindingsDriver(drv)
     monkeypatch.setattr(launch_mod, "driver", lambda: api)
     dev = fake_device()
-    k = LoadedKernel(b"CUBIN", "tile_add", 128, smem, fmt, cluster, "add", dev, small_l1=small_l1)
+    k = LoadedKernel(b"CUBIN", "tile_add", 128, smem, fmt, cluster, "add", dev,
+                     small_l1=small_l1, pdl=pdl)
     return k, drv, dev
 
 
@@ -135,10 +146,27 @@ def test_too_much_shared_memory(monkeypatch):
 def test_cluster_launch(monkeypatch):
     k, drv, _ = make(monkeypatch, fmt="@Qi", smem=64, cluster=2)
     k.launch(0x99, (8, 1, 1), (0x1000, 5))
-    assert drv.calls[-1] == ("launch_ex", FN, (8, 1, 1), (128, 1, 1), 64, 0x99, 2,
-                             (0x1000, 5))
+    assert drv.calls[-1] == ("launch_ex", FN, (8, 1, 1), (128, 1, 1), 64, 0x99,
+                             (("cluster", (2, 1, 1)),), (0x1000, 5))
     k.launch(0x99, (7, 1, 1), (0x1000, 5))  # 2 does not divide 7: no cluster
     assert drv.calls[-1] == ("launch", FN, (7, 1, 1), (128, 1, 1), 64, 0x99, (0x1000, 5), 0)
+
+
+def test_programmatic_dependent_launch(monkeypatch):
+    k, drv, _ = make(monkeypatch, fmt="@Qi", pdl=True)
+    k.launch(0x99, (5, 3, 1), (0x1000, 5))
+    assert drv.calls[-1] == ("launch_ex", FN, (5, 3, 1), (128, 1, 1), 0, 0x99,
+                             (("pdl", 1),), (0x1000, 5))
+
+
+def test_programmatic_dependent_launch_with_clusters(monkeypatch):
+    k, drv, _ = make(monkeypatch, fmt="@Qi", cluster=4, pdl=True)
+    k.launch(0x99, (8, 1, 1), (0x1000, 5))
+    assert drv.calls[-1] == ("launch_ex", FN, (8, 1, 1), (128, 1, 1), 0, 0x99,
+                             (("cluster", (4, 1, 1)), ("pdl", 1)), (0x1000, 5))
+    k.launch(0x99, (6, 1, 1), (0x1000, 6))  # 4 does not divide 6: no cluster, still PDL
+    assert drv.calls[-1] == ("launch_ex", FN, (6, 1, 1), (128, 1, 1), 0, 0x99,
+                             (("pdl", 1),), (0x1000, 6))
 
 
 def test_launch_error_names_the_kernel(monkeypatch):
@@ -150,6 +178,10 @@ def test_launch_error_names_the_kernel(monkeypatch):
         "of range (x must be 1..2147483647, y and z 1..65535), or the block has too many "
         "threads or too much shared memory (grid (0, 1, 1), block 128 threads, dynamic shared "
         "memory 0 bytes)")
+    k, _, _ = make(monkeypatch, fmt="@Q", pdl=True,
+                   launch_result=real.CUresult.CUDA_ERROR_INVALID_VALUE)
+    with pytest.raises(TileLaunchError, match=r"bytes, programmatic dependent launch\)$"):
+        k.launch(0, (0, 1, 1), (0,))
 
 
 def test_load_error(monkeypatch):

@@ -10,20 +10,23 @@ from tilecore.runtime.bindings_driver import BindingsDriver
 from tilecore.runtime.params import param_offsets
 
 
-def native_launcher(fmt, cluster=1):
+def native_launcher(fmt, cluster=1, pdl=False):
     from tilecore.runtime import _cudriver as native  # built by every install with a C compiler
     return native.Launcher(0x1, 0x2, 128, 0, cluster, fmt[1:], param_offsets(fmt),
-                           struct.calcsize(fmt))
+                           struct.calcsize(fmt), pdl=pdl)
 
 
-def bindings_launcher(fmt, cluster=1):
+def bindings_launcher(fmt, cluster=1, pdl=False):
     from cuda.bindings import driver as drv
     return BindingsDriver(drv).Launcher(0x1, 0x2, 128, 0, cluster, fmt[1:], param_offsets(fmt),
-                                        struct.calcsize(fmt))
+                                        struct.calcsize(fmt), pdl=pdl)
 
 
 LAUNCHERS = [pytest.param(native_launcher, id="native"),
              pytest.param(bindings_launcher, id="bindings")]
+# with clusters and programmatic dependent launch the launchers pack the same way
+CONFIGURED = [pytest.param(lambda fmt: make(fmt, cluster=2, pdl=True), id=f"{p.id}-cluster-pdl")
+              for p in LAUNCHERS for make in [p.values[0]]]
 
 CASES = [
     ("@QiqHf", (0xDEAD_BEEF_0000, -7, 2 ** 40, 0xB800, 0.25)),
@@ -35,7 +38,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("make", LAUNCHERS)
+@pytest.mark.parametrize("make", LAUNCHERS + CONFIGURED)
 @pytest.mark.parametrize("fmt,values", CASES)
 def test_pack_matches_struct(make, fmt, values):
     assert make(fmt).pack(values) == struct.pack(fmt, *values)

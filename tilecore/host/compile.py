@@ -21,6 +21,7 @@ import numpy as np
 from .. import config
 from .._version import __version__
 from ..backend.cuda import ArraySpec, CodegenOptions, GeneratedKernel, generate
+from ..backend.cuda.arch import supports_clusters, supports_pdl
 from ..backend.cuda.cubin_info import Resources
 from ..backend.cuda.kernel import with_min_blocks
 from ..backend.cuda.nvrtc import compile_cubin_report, header_fingerprint
@@ -67,6 +68,14 @@ class CompiledKernel:
         L1 caches the stack."""
         return self.streams and not self.stack_bytes
 
+    @property
+    def pdl(self) -> bool:
+        """Whether launches may use programmatic dependent launch: on sm_90 and
+        newer the kernel's first statement waits until the stream's previous grid
+        has finished and its writes are visible, so the driver may start the
+        kernel's blocks while that grid drains."""
+        return supports_pdl(self.arch)
+
 
 @functools.lru_cache(maxsize=1)
 def _sources_fingerprint() -> str:
@@ -94,8 +103,8 @@ def codegen_options(kernel: Kernel, arch: str) -> CodegenOptions:
     warps = resolve(o.num_worker_warps, arch)
     threads = resolve(o.num_threads, arch) or (warps * 32 if warps else None)
     num_ctas = resolve(o.num_ctas, arch, 1)
-    if int(arch.split("_")[1].rstrip("af")) < 90:
-        num_ctas = 1  # clusters need sm_90; the hint is ignored below it
+    if not supports_clusters(arch):
+        num_ctas = 1  # the hint is ignored where clusters do not exist
     return CodegenOptions(num_threads=threads, occupancy=resolve(o.occupancy, arch),
                           opt_level=resolve(o.opt_level, arch, 3), num_ctas=num_ctas, arch=arch)
 

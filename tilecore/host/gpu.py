@@ -112,7 +112,8 @@ def _make_plan(kernel: Kernel, key: tuple, args: Sequence[Any], ordinal: int) ->
     compiled = build(kernel, kinds, specs, arch)
     loaded = LoadedKernel(compiled.cubin, compiled.entry, compiled.block_threads,
                           compiled.smem_bytes, compiled.param_format, compiled.cluster_size,
-                          kernel.__name__, device, small_l1=compiled.small_l1)
+                          kernel.__name__, device, small_l1=compiled.small_l1,
+                          pdl=compiled.pdl and config.pdl())
     bits, pos = [], 0
     for kind in kinds:
         if isinstance(kind, ArrayArg):

@@ -279,14 +279,15 @@ static void launcher_dealloc(Launcher *self) {
 
 static int launcher_init(Launcher *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"context", "function", "block_threads", "smem_bytes",
-                             "cluster_size", "codes", "offsets", "size", NULL};
+                             "cluster_size", "codes", "offsets", "size", "pdl", NULL};
     unsigned long long ctx, fn;
     unsigned int block, smem, cluster;
     const char *codes;
     Py_ssize_t n_codes, size;
     PyObject *offsets;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "KKIIIs#On", kwlist, &ctx, &fn, &block, &smem,
-                                     &cluster, &codes, &n_codes, &offsets, &size))
+    int pdl = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "KKIIIs#On|p", kwlist, &ctx, &fn, &block, &smem,
+                                     &cluster, &codes, &n_codes, &offsets, &size, &pdl))
         return -1;
     PyObject *seq = PySequence_Fast(offsets, "offsets must be a sequence");
     if (seq == NULL) return -1;
@@ -327,6 +328,7 @@ static int launcher_init(Launcher *self, PyObject *args, PyObject *kwds) {
     self->block_x = block;
     self->smem_bytes = smem;
     self->cluster_x = cluster;
+    self->pdl = pdl;
     self->n_params = n_codes;
     self->size = size;
     return 0;
@@ -472,16 +474,26 @@ CUresult tc_launch_packed(Launcher *self, void *stream, unsigned int gx, unsigne
     err = cu.ctx_get_current(&current);
     if (err || current != self->ctx) err = cu.ctx_set_current(self->ctx);
     if (!err) {
+        LaunchAttribute attrs[2];
+        unsigned int n_attrs = 0;
         /* A cluster size is a hint: a grid it does not divide runs without clusters. */
-        if (self->cluster_x > 1 && gx % self->cluster_x == 0 && cu.launch_kernel_ex != NULL) {
-            LaunchAttribute attr;
-            memset(&attr, 0, sizeof attr);
-            attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-            attr.value.cluster_dim.x = self->cluster_x;
-            attr.value.cluster_dim.y = 1;
-            attr.value.cluster_dim.z = 1;
+        if (self->cluster_x > 1 && gx % self->cluster_x == 0) {
+            memset(&attrs[n_attrs], 0, sizeof attrs[0]);
+            attrs[n_attrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+            attrs[n_attrs].value.cluster_dim.x = self->cluster_x;
+            attrs[n_attrs].value.cluster_dim.y = 1;
+            attrs[n_attrs].value.cluster_dim.z = 1;
+            n_attrs++;
+        }
+        if (self->pdl) {
+            memset(&attrs[n_attrs], 0, sizeof attrs[0]);
+            attrs[n_attrs].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            attrs[n_attrs].value.programmatic_serialization = 1;
+            n_attrs++;
+        }
+        if (n_attrs && cu.launch_kernel_ex != NULL) {
             LaunchConfig config = {gx, gy, gz, self->block_x, 1, 1, self->smem_bytes,
-                                   (CUstream)stream, &attr, 1};
+                                   (CUstream)stream, attrs, n_attrs};
             err = cu.launch_kernel_ex(&config, self->fn, self->n_params ? ptrs : NULL, NULL);
         } else {
             err = cu.launch_kernel(self->fn, gx, gy, gz, self->block_x, 1, 1, self->smem_bytes,

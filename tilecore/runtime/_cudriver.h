@@ -17,7 +17,9 @@ typedef void *CUfunction;
 typedef void *CUstream;
 typedef unsigned long long CUdeviceptr;
 
-enum { CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9 };
+enum { CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
+       CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6,
+       CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9 };
 
 typedef struct {
     int id;                              /* CUlaunchAttributeID */
@@ -25,6 +27,7 @@ typedef struct {
     union {
         char bytes[64];
         struct { unsigned int x, y, z; } cluster_dim;
+        int programmatic_serialization;
     } value;                             /* CUlaunchAttributeValue */
 } LaunchAttribute;
 
@@ -45,6 +48,8 @@ typedef struct {
     CUcontext ctx;
     CUfunction fn;
     unsigned int block_x, smem_bytes, cluster_x;
+    int pdl;            /* programmatic dependent launch: may start before the stream's
+                           previous kernel ends (it waits in the kernel, sm_90+) */
     Py_ssize_t n_params, size;
     char *codes;        /* one struct code per parameter */
     Py_ssize_t *offsets;

@@ -17,6 +17,7 @@ __all__ = ["BindingsDriver", "BindingsLauncher"]
 
 _CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9
 _CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
+_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
 
 
 def _ints(result: tuple) -> tuple:
@@ -84,9 +85,9 @@ class BindingsDriver:
 
     def Launcher(self, context: int, function: int, block_threads: int,  # noqa: N802
                  smem_bytes: int, cluster_size: int, codes: str, offsets: tuple,
-                 size: int) -> "BindingsLauncher":
+                 size: int, pdl: bool = False) -> "BindingsLauncher":
         return BindingsLauncher(self.drv, context, function, block_threads, smem_bytes,
-                                cluster_size, codes)
+                                cluster_size, codes, pdl)
 
 
 class BindingsLauncher:
@@ -94,7 +95,7 @@ class BindingsLauncher:
     the same interface as `_cudriver.Launcher`."""
 
     def __init__(self, drv: ModuleType, context: int, function: int, block_threads: int,
-                 smem_bytes: int, cluster_size: int, codes: str):
+                 smem_bytes: int, cluster_size: int, codes: str, pdl: bool = False):
         self.drv = drv
         self.context = context
         self.function = function
@@ -103,20 +104,35 @@ class BindingsLauncher:
         self.cluster_size = cluster_size
         self.params = ParamBuffer("@" + codes)
         self._lock = threading.Lock()  # the buffer is shared by all launches
-        self._config = self._cluster_config() if cluster_size > 1 else None
+        # launch configurations for grids the cluster size divides and for the others
+        self._config = self._launch_config(cluster_size > 1, pdl)
+        self._config_odd = self._launch_config(False, pdl)
 
-    def _cluster_config(self) -> Any:
+    def _launch_config(self, cluster: bool, pdl: bool) -> Any:
+        """The cuLaunchKernelEx configuration with these attributes, or None
+        for neither (then cuLaunchKernel does)."""
         drv = self.drv
-        attr = drv.CUlaunchAttribute()
-        attr.id = drv.CUlaunchAttributeID(_CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
-        attr.value.clusterDim.x = self.cluster_size
-        attr.value.clusterDim.y = 1
-        attr.value.clusterDim.z = 1
+        attrs = []
+        if cluster:
+            attr = drv.CUlaunchAttribute()
+            attr.id = drv.CUlaunchAttributeID(_CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+            attr.value.clusterDim.x = self.cluster_size
+            attr.value.clusterDim.y = 1
+            attr.value.clusterDim.z = 1
+            attrs.append(attr)
+        if pdl:
+            attr = drv.CUlaunchAttribute()
+            attr.id = drv.CUlaunchAttributeID(
+                _CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+            attr.value.programmaticStreamSerializationAllowed = 1
+            attrs.append(attr)
+        if not attrs:
+            return None
         config = drv.CUlaunchConfig()
         config.blockDimX, config.blockDimY, config.blockDimZ = self.block_threads, 1, 1
         config.sharedMemBytes = self.smem_bytes
-        config.attrs = [attr]
-        config.numAttrs = 1
+        config.attrs = attrs
+        config.numAttrs = len(attrs)
         return config
 
     def pack(self, values: tuple) -> bytes:
@@ -136,11 +152,11 @@ class BindingsLauncher:
         with self._lock:
             self.params.pack(values)
             # A cluster size is a hint: a grid it does not divide runs without clusters.
-            if self._config is None or gx % self.cluster_size:
+            config = self._config if gx % self.cluster_size == 0 else self._config_odd
+            if config is None:
                 return drv.cuLaunchKernel(self.function, gx, gy, gz, self.block_threads, 1, 1,
                                           self.smem_bytes, stream, self.params.kernel_params,
                                           0)[0]
-            config = self._config
             config.gridDimX, config.gridDimY, config.gridDimZ = gx, gy, gz
             config.hStream = stream
             return drv.cuLaunchKernelEx(config, self.function, self.params.kernel_params, 0)[0]

@@ -84,10 +84,12 @@ class DriverAPI(Protocol):
     def error_string(self, code: int) -> tuple: ...
 
     def Launcher(self, context: int, function: int, block_threads: int, smem_bytes: int,  # noqa: N802
-                 cluster_size: int, codes: str, offsets: tuple, size: int) -> Any:
+                 cluster_size: int, codes: str, offsets: tuple, size: int,
+                 pdl: bool = False) -> Any:
         """An object whose `launch(stream, gx, gy, gz, values) -> CUresult` packs
         `values` with the struct `codes` at `offsets`, makes `context` current
-        and launches; `pack(values) -> bytes` returns the packed block."""
+        and launches; `pack(values) -> bytes` returns the packed block. `pdl`
+        launches with programmatic dependent launch (see runtime/launch.py)."""
 
 
 _NO_DEVICE_HINT = ("The NumPy interpreter (NumPy arrays as arguments, or TILECORE_INTERPRET=1) "

@@ -4,9 +4,18 @@ pre-built launcher.
 Per launch `LoadedKernel.launch` makes one call into the driver API's
 `Launcher` (C when the `_cudriver` extension is built: it packs the values
 on the stack, makes the device's primary context current when it is not,
-and calls cuLaunchKernel, or cuLaunchKernelEx for thread-block clusters,
-with the GIL released). Driver errors become `TileLaunchError` naming the
-kernel and saying what usually causes them.
+and calls cuLaunchKernel, or cuLaunchKernelEx for thread-block clusters and
+programmatic dependent launch, with the GIL released). Driver errors become
+`TileLaunchError` naming the kernel and saying what usually causes them.
+
+Programmatic dependent launch (PDL, sm_90+): without it a grid's blocks start
+only after the previous grid in the stream has completed, so the SMs idle
+between two kernels while the first one's last blocks finish, its writes are
+flushed and the next grid is dispatched (about 1 us on an H100, 5% of a 20 us
+softmax). With it the driver may dispatch the next grid as soon as the previous
+grid's blocks have exited; every tilecore kernel starts by waiting for the
+previous grid to complete with its writes visible (`tc::wait_for_prior_grid`),
+so results are the same as with plain stream order.
 """
 from __future__ import annotations
 
@@ -64,11 +73,13 @@ def launch_error(kernel: str, code: Any, what: str = "Launch",
 class LoadedKernel:
     """A kernel entry point of a cubin, loaded into one device's primary context.
     `small_l1` asks the driver for the largest shared-memory carveout, leaving
-    L1 at its smallest (for kernels whose blocks each read data of their own)."""
+    L1 at its smallest (for kernels whose blocks each read data of their own);
+    `pdl` launches with programmatic dependent launch (for kernels that wait for
+    the previous grid themselves, see above)."""
 
     def __init__(self, cubin: bytes, entry: str, block_threads: int, smem_bytes: int,
                  param_format: str, cluster_size: int, name: str, device: Device,
-                 small_l1: bool = False):
+                 small_l1: bool = False, pdl: bool = False):
         self.name = name
         self.device = device
         self.block_threads = block_threads
@@ -97,7 +108,8 @@ class LoadedKernel:
         self.module, self.function = module, function
         self.launcher = api.Launcher(device.context, function, block_threads, smem_bytes,
                                      max(cluster_size, 1), param_format[1:], offsets,
-                                     struct.calcsize(param_format))
+                                     struct.calcsize(param_format), pdl=pdl)
+        self.pdl = pdl
         self._launch = self.launcher.launch
 
     def launch(self, stream_handle: int, grid: tuple[int, int, int], values: tuple) -> None:
@@ -117,4 +129,6 @@ class LoadedKernel:
                 f"dynamic shared memory {self.smem_bytes} bytes")
         if self.cluster_size > 1:
             text += f", cluster {self.cluster_size}"
+        if self.pdl:
+            text += ", programmatic dependent launch"
         return text

@@ -5,6 +5,8 @@ parameter in order, for an array of rank N: the data pointer, N int32 dims,
 N int64 strides (in elements); for a scalar: its value in its exact dtype
 (16-bit floats and 8/4-bit formats as raw bits). Dynamic shared memory of
 `smem_bytes` must be passed at launch; the block is 1-D of `block_threads`.
+The body starts with `tc::wait_for_prior_grid()`, which makes every kernel safe
+to launch with programmatic dependent launch (runtime/launch.py).
 """
 from __future__ import annotations
 
@@ -155,7 +157,7 @@ def generate(fn: Function, arrays: dict[int, ArraySpec], options: CodegenOptions
     src += [f'#include "{h}"' for h in headers]
     src += ["", f'extern "C" __global__ void __launch_bounds__({bounds})']
     params = (",\n" + " " * (len(entry) + 1)).join(decls)
-    src += [f"{entry}({params}) {{"]
+    src += [f"{entry}({params}) {{", "  tc::wait_for_prior_grid();"]
     if ctx.smem_bytes:
         src += ["  extern __shared__ __align__(16) unsigned char tc_smem[];"]
     src += ctx.lines + ["}", ""]

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from .arch import arch_number
+
 __all__ = ["blocks_per_sm", "tighter_min_blocks"]
 
 REGISTERS_PER_SM = 65536
@@ -28,7 +30,7 @@ _SM_LIMITS = {80: (2048, 32), 86: (1536, 16), 87: (2048, 16), 89: (1536, 24), 90
 
 
 def _limits(arch: str) -> tuple[int, int]:
-    cc = int(arch.split("_")[1].rstrip("af"))
+    cc = arch_number(arch)
     below = [c for c in _SM_LIMITS if c <= cc]
     return _SM_LIMITS[max(below)] if below else _SM_LIMITS[min(_SM_LIMITS)]
 

@@ -26,6 +26,16 @@ struct alignas(sizeof(T) * V) Vec {
   T v[V];
 };
 
+// Every kernel's first statement. Launched with programmatic dependent launch
+// (sm_90+), a grid may start while the grid before it in the stream drains;
+// this waits until that grid has finished and its writes are visible, before
+// the kernel touches memory. Otherwise (or below sm_90) it returns at once.
+__device__ __forceinline__ void wait_for_prior_grid() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 // Linear (row-major) tile element held by this thread as its k-th element:
 // chunks of V consecutive elements dealt round-robin to the T threads.
 // A one-element tile is replicated: every thread holds element 0.
