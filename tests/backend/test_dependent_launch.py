@@ -123,3 +123,25 @@ def test_pdl_env_off_launches_in_plain_stream_order(monkeypatch):
     torch.cuda.synchronize()
     assert torch.equal(a, torch.full_like(a, 10.0))
     assert [k.pdl for k in _loaded(plain)] == [False]
+
+
+@pytest.mark.gpu
+def test_dependent_launches_in_a_cuda_graph():
+    """Captured into a CUDA graph, PDL launches become programmatic edges; replays
+    keep the order too."""
+    torch = pytest.importorskip("torch")
+    n = 1 << 22
+    base = torch.arange(n, device="cuda", dtype=torch.float32) % 4096
+    a, b = base.clone(), torch.empty_like(base)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        ping_pong(shift, a, b, 2, stream)  # compile and load outside the capture
+    torch.cuda.synchronize()
+    a.copy_(base)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        ping_pong(shift, a, b, 100, stream)
+    for replay in range(3):
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(a, base + 100 * (replay + 1)), replay
