@@ -188,6 +188,42 @@ def test_int8_sum_wraps():
 
 
 @ct.kernel
+def sum_all(x, out, N: ct.Constant[int]):
+    ct.store(out, (0,), ct.sum(ct.load(x, (0,), (N,))))
+
+
+@ct.kernel
+def max_all(x, out, N: ct.Constant[int]):
+    ct.store(out, (0,), ct.max(ct.load(x, (0,), (N,))))
+
+
+@pytest.mark.parametrize("n", [1, 8, 4096])
+def test_signed_zeros_in_sum_and_max(n):
+    """A sum of -0.0 is +0.0 (NumPy's sums start from +0.0); a max of -0.0 stays -0.0."""
+    x = np.full(n, -0.0, np.float32)
+    out = np.ones(1, np.float32)
+    run(sum_all, [x, out, n])
+    assert out[0] == 0 and not np.signbit(out[0]) and not np.signbit(np.sum(x))
+    run(max_all, [x, out, n])
+    assert out[0] == 0 and np.signbit(out[0]) and np.signbit(np.max(x))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [8, 4096])
+def test_signed_zeros_in_sum_and_max_on_the_gpu(n):
+    """The same on the GPU, where the comparison with the interpreter does not see signs."""
+    torch = pytest.importorskip("torch")
+    x = torch.full((n,), -0.0, device="cuda")
+    out = torch.ones(1, device="cuda")
+    ct.launch(None, (1,), sum_all, (x, out, n))
+    torch.cuda.synchronize()
+    assert out.item() == 0 and not torch.signbit(out).item()
+    ct.launch(None, (1,), max_all, (x, out, n))
+    torch.cuda.synchronize()
+    assert out.item() == 0 and torch.signbit(out).item()
+
+
+@ct.kernel
 def block_reductions(x, out, N: ct.Constant[int]):
     t = ct.load(x, (0,), (N,))
     mean = ct.sum(t) / N

@@ -28,11 +28,20 @@ def _block_reduce(ctx: Ctx, op: Op, term: str, result: str) -> None:
     lay = ctx.layout(x.type)
     out = ctx.declare(op.result)
     ctx.open("")
-    ctx.line(f"auto acc = {r}::identity();")
     step = f"acc = {r}::combine(acc, {term});"
     guard = lay.valid("e")
     uses_e = bool(guard) or re.search(r"\be\b", term) is not None
-    ctx.for_each(lay, [f"if ({guard}) {step}" if guard else step], need_e=uses_e)
+    # 0.0 + x is not x for x = -0.0: a float sum starts from the identity (a sum of
+    # -0.0 is +0.0, as NumPy's); every other fold can start from the first element.
+    float_sum = op.attrs["fn"] == "sum" and x.type.dtype.is_float
+    if uses_e or float_sum:
+        ctx.line(f"auto acc = {r}::identity();")
+        ctx.for_each(lay, [f"if ({guard}) {step}" if guard else step], need_e=uses_e)
+    else:
+        first = re.sub(r"\bk\b", "0", term)
+        ctx.line(f"auto acc = {first};")
+        ctx.line("#pragma unroll")
+        ctx.line(f"for (int k = 1; k < {lay.per_thread}; ++k) {step}")
     reused = "true" if ctx.in_loop() else "false"
     ctx.line(f"acc = tc::block_allreduce<{r}, {ctx.threads}, {ctx.new_slot()}, {reused}>(acc);")
     ctx.for_each(ctx.layout(op.result.type), [f"{out}.v[k] = {result};"], need_e=False)
