@@ -4,7 +4,8 @@ same run. Bandwidth counts bytes read plus written (12 bytes per element).
 Timed in the steady state (common.steady_ms: back-to-back over rotating
 buffers); a second table times the same calls with do_bench (L2 flushed).
 "tilecore, no PDL" is the same kernel launched in plain stream order
-(TILECORE_PDL=0), without programmatic dependent launch.
+(TILECORE_PDL=0), without programmatic dependent launch; "triton, PDL" is
+Triton's kernel with `gdc_wait()` first, launched with `launch_pdl=True`.
 
     python benchmarks/bench_elementwise.py [--out DIR] [--sweep]
 """
@@ -83,6 +84,8 @@ def main() -> None:
             "cupy": [lambda a=a, b=b, c=c: cp.add(a, b, out=c) for a, b, c in cupy_sets],
             "triton": [lambda a=a, b=b, c=c: triton_add[(triton.cdiv(n, 1024),)](
                 a, b, c, n, BLOCK=1024) for a, b, c in sets],
+            "triton, PDL": [lambda a=a, b=b, c=c: triton_add[(triton.cdiv(n, 1024),)](
+                a, b, c, n, BLOCK=1024, PDL=True, launch_pdl=True) for a, b, c in sets],
             "copy, same bytes": [lambda s=s, d=d: d.copy_(s) for s, d in copies],
         }
         times = {k: steady_ms(fns) for k, fns in calls.items()}
@@ -93,13 +96,15 @@ def main() -> None:
         rows.append([name, *(round(v, 1) for v in gbs.values()),
                      f"{100 * gbs['tilecore'] / copy_gbs:.1f}%",
                      f"{100 * gbs['tilecore'] / gbs['triton']:.1f}%",
-                     f"{100 * gbs['tilecore, no PDL'] / gbs['triton']:.1f}%"])
+                     f"{100 * gbs['tilecore, no PDL'] / gbs['triton']:.1f}%",
+                     f"{100 * gbs['tilecore'] / gbs['triton, PDL']:.1f}%"])
         flushed_rows.append([name, *(round(v, 1) for v in flushed.values()),
                              f"{100 * flushed['tilecore'] / flushed_copy_gbs:.1f}%"])
         records.append({"n": n, "buffer_sets": len(sets), "ms": times, "gbs": gbs,
                         "flushed_gbs": flushed})
     print_table(f"c = a + b, float32, GB/s, steady state (1 GiB copy: {copy_gbs:.0f} GB/s)",
-                ["n", *calls, "tilecore/1GiB copy", "tilecore/triton", "no PDL/triton"], rows)
+                ["n", *calls, "tilecore/1GiB copy", "tilecore/triton", "no PDL/triton",
+                 "tilecore/triton PDL"], rows)
     print_table(f"the same timed by do_bench, L2 flushed before each call (1 GiB copy: "
                 f"{flushed_copy_gbs:.0f} GB/s)",
                 ["n", "tilecore", "triton", "copy, same bytes", "tilecore/1GiB copy"],

@@ -6,7 +6,8 @@ read once, output written once; layer-norm also reads weight and bias).
 Timed in the steady state (common.steady_ms: back-to-back calls over rotating
 buffers, many calls between two events). "tilecore, no PDL" is the same
 kernel launched in plain stream order (TILECORE_PDL=0), without programmatic
-dependent launch.
+dependent launch; "triton, PDL" is Triton's kernel with `gdc_wait()` first,
+launched with `launch_pdl=True`.
 
     python benchmarks/bench_rows.py [--out DIR] [--sweep] [--repeat N]
 
@@ -61,7 +62,9 @@ def layer_norm(x, w, b, y, eps, N: ct.Constant[int]):
 
 
 @triton.jit
-def triton_softmax(x_ptr, y_ptr, stride, n_cols, BLOCK: tl.constexpr):
+def triton_softmax(x_ptr, y_ptr, stride, n_cols, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
+    if PDL:  # launched with launch_pdl=True: wait for the previous kernel first
+        tl.extra.cuda.gdc_wait()
     row = tl.program_id(0)
     offs = tl.arange(0, BLOCK)
     mask = offs < n_cols
@@ -72,7 +75,10 @@ def triton_softmax(x_ptr, y_ptr, stride, n_cols, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def triton_layer_norm(x_ptr, w_ptr, b_ptr, y_ptr, stride, n_cols, eps, BLOCK: tl.constexpr):
+def triton_layer_norm(x_ptr, w_ptr, b_ptr, y_ptr, stride, n_cols, eps, BLOCK: tl.constexpr,
+                      PDL: tl.constexpr = False):
+    if PDL:
+        tl.extra.cuda.gdc_wait()
     row = tl.program_id(0)
     offs = tl.arange(0, BLOCK)
     mask = offs < n_cols
@@ -190,6 +196,8 @@ def _cases(stream, n: int, w, b, plain: dict) -> dict:
             "torch": lambda x, y: torch.softmax(x, dim=1),
             "triton": lambda x, y: triton_softmax[(ROWS,)](x, y, n, n, BLOCK=n,
                                                            num_warps=_warps(n)),
+            "triton, PDL": lambda x, y: triton_softmax[(ROWS,)](
+                x, y, n, n, BLOCK=n, PDL=True, num_warps=_warps(n), launch_pdl=True),
         },
         "layer_norm": {
             "tilecore": lambda x, y: ct.launch(stream, (ROWS,), layer_norm,
@@ -199,6 +207,8 @@ def _cases(stream, n: int, w, b, plain: dict) -> dict:
             "torch": lambda x, y: torch.nn.functional.layer_norm(x, (n,), w, b, eps),
             "triton": lambda x, y: triton_layer_norm[(ROWS,)](x, w, b, y, n, n, eps, BLOCK=n,
                                                               num_warps=_warps(n)),
+            "triton, PDL": lambda x, y: triton_layer_norm[(ROWS,)](
+                x, w, b, y, n, n, eps, BLOCK=n, PDL=True, num_warps=_warps(n), launch_pdl=True),
         },
     }
 
@@ -227,8 +237,10 @@ def main() -> None:
                              round(gbs["tilecore, no PDL"], 1),
                              round(gbs["tilecore (approx)"], 1) if op == "softmax" else "",
                              round(gbs["torch"], 1), round(gbs["triton"], 1),
+                             round(gbs["triton, PDL"], 1),
                              f"{100 * gbs['tilecore'] / gbs['triton']:.1f}%",
                              f"{100 * gbs['tilecore, no PDL'] / gbs['triton']:.1f}%",
+                             f"{100 * gbs['tilecore'] / gbs['triton, PDL']:.1f}%",
                              f"{100 * gbs['tilecore (approx)'] / gbs['triton']:.1f}%"
                              if op == "softmax" else "",
                              f"{100 * gbs['tilecore'] / copy_gbs:.1f}%"])
@@ -236,8 +248,8 @@ def main() -> None:
                                 "buffer_sets": len(sets), "ms": times, "gbs": gbs})
     print_table(f"row kernels, GB/s (copy bandwidth {copy_gbs:.0f} GB/s)",
                 ["op", "dtype", "shape", "tilecore", "tilecore, no PDL", "tilecore, approx",
-                 "torch", "triton", "tilecore/triton", "no PDL/triton", "approx/triton",
-                 "tilecore/copy"], rows)
+                 "torch", "triton", "triton, PDL", "tilecore/triton", "no PDL/triton",
+                 "tilecore/triton PDL", "approx/triton", "tilecore/copy"], rows)
     path = write_json(out, "rows", {**device_info(), "copy_gbs": copy_gbs, "results": records})
     print(f"wrote {path}")
 
