@@ -184,6 +184,18 @@ def test_launch_error_names_the_kernel(monkeypatch):
         k.launch(0, (0, 1, 1), (0,))
 
 
+def test_unsupported_launch_attribute_says_how_to_turn_it_off(monkeypatch):
+    k, _, _ = make(monkeypatch, fmt="@Q", pdl=True,
+                   launch_result=real.CUresult.CUDA_ERROR_NOT_SUPPORTED)
+    with pytest.raises(TileLaunchError) as e:
+        k.launch(0, (4, 1, 1), (0,))
+    assert str(e.value) == (
+        'Launch of kernel "add" failed with CUDA_ERROR_NOT_SUPPORTED: the device or driver does '
+        "not support a launch attribute this launch uses (programmatic dependent launch: set "
+        "TILECORE_PDL=0; clusters: num_ctas=1) (grid (4, 1, 1), block 128 threads, dynamic "
+        "shared memory 0 bytes, programmatic dependent launch)")
+
+
 def test_load_error(monkeypatch):
     with pytest.raises(TileLaunchError) as e:
         make(monkeypatch, load_result=real.CUresult.CUDA_ERROR_NO_BINARY_FOR_GPU)

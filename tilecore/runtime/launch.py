@@ -47,6 +47,9 @@ _HINTS = {
         "the cluster size is not supported or does not divide the grid's x dimension",
     "CUDA_ERROR_CLUSTER_OUT_OF_RESOURCES":
         "a cluster of this size does not fit on the device",
+    "CUDA_ERROR_NOT_SUPPORTED":
+        "the device or driver does not support a launch attribute this launch uses "
+        "(programmatic dependent launch: set TILECORE_PDL=0; clusters: num_ctas=1)",
     "CUDA_ERROR_NO_BINARY_FOR_GPU":
         "the cubin was compiled for another architecture than this device's",
     "CUDA_ERROR_INVALID_IMAGE":
