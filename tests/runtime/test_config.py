@@ -52,24 +52,16 @@ def test_interpret_unset_and_invalid(monkeypatch):
                             "false, yes, no, on, off, got 'maybe'")
 
 
-def test_native(monkeypatch):
-    monkeypatch.delenv("TILECORE_NATIVE", raising=False)
-    assert config.native() is True
-    monkeypatch.setenv("TILECORE_NATIVE", "0")
-    assert config.native() is False
-    monkeypatch.setenv("TILECORE_NATIVE", "fast")
-    with pytest.raises(ValueError, match="Invalid value of TILECORE_NATIVE: .* got 'fast'"):
-        config.native()
-
-
-def test_pdl(monkeypatch):
-    monkeypatch.delenv("TILECORE_PDL", raising=False)
-    assert config.pdl() is True
-    monkeypatch.setenv("TILECORE_PDL", "off")
-    assert config.pdl() is False
-    monkeypatch.setenv("TILECORE_PDL", "2")
-    with pytest.raises(ValueError, match="Invalid value of TILECORE_PDL: .* got '2'"):
-        config.pdl()
+@pytest.mark.parametrize("name,read", [("TILECORE_NATIVE", config.native),
+                                       ("TILECORE_PDL", config.pdl)])
+def test_switches_on_by_default(monkeypatch, name, read):
+    monkeypatch.delenv(name, raising=False)
+    assert read() is True
+    monkeypatch.setenv(name, "off")
+    assert read() is False
+    monkeypatch.setenv(name, "fast")
+    with pytest.raises(ValueError, match=f"Invalid value of {name}: .* got 'fast'"):
+        read()
 
 
 def test_block_order(monkeypatch):

@@ -169,31 +169,21 @@ def test_programmatic_dependent_launch_with_clusters(monkeypatch):
                              (("pdl", 1),), (0x1000, 6))
 
 
-def test_launch_error_names_the_kernel(monkeypatch):
-    k, _, _ = make(monkeypatch, fmt="@Q", launch_result=real.CUresult.CUDA_ERROR_INVALID_VALUE)
+@pytest.mark.parametrize("code,pdl,grid,message", [
+    ("CUDA_ERROR_INVALID_VALUE", False, (0, 1, 1),
+     "a grid dimension is out of range (x must be 1..2147483647, y and z 1..65535), or the "
+     "block has too many threads or too much shared memory (grid (0, 1, 1), block 128 threads, "
+     "dynamic shared memory 0 bytes)"),
+    ("CUDA_ERROR_NOT_SUPPORTED", True, (4, 1, 1),
+     "the device or driver does not support a launch attribute this launch uses (programmatic "
+     "dependent launch: set TILECORE_PDL=0; clusters: num_ctas=1) (grid (4, 1, 1), block 128 "
+     "threads, dynamic shared memory 0 bytes, programmatic dependent launch)"),
+])
+def test_launch_error_names_the_kernel(monkeypatch, code, pdl, grid, message):
+    k, _, _ = make(monkeypatch, fmt="@Q", pdl=pdl, launch_result=getattr(real.CUresult, code))
     with pytest.raises(TileLaunchError) as e:
-        k.launch(0, (0, 1, 1), (0,))
-    assert str(e.value) == (
-        'Launch of kernel "add" failed with CUDA_ERROR_INVALID_VALUE: a grid dimension is out '
-        "of range (x must be 1..2147483647, y and z 1..65535), or the block has too many "
-        "threads or too much shared memory (grid (0, 1, 1), block 128 threads, dynamic shared "
-        "memory 0 bytes)")
-    k, _, _ = make(monkeypatch, fmt="@Q", pdl=True,
-                   launch_result=real.CUresult.CUDA_ERROR_INVALID_VALUE)
-    with pytest.raises(TileLaunchError, match=r"bytes, programmatic dependent launch\)$"):
-        k.launch(0, (0, 1, 1), (0,))
-
-
-def test_unsupported_launch_attribute_says_how_to_turn_it_off(monkeypatch):
-    k, _, _ = make(monkeypatch, fmt="@Q", pdl=True,
-                   launch_result=real.CUresult.CUDA_ERROR_NOT_SUPPORTED)
-    with pytest.raises(TileLaunchError) as e:
-        k.launch(0, (4, 1, 1), (0,))
-    assert str(e.value) == (
-        'Launch of kernel "add" failed with CUDA_ERROR_NOT_SUPPORTED: the device or driver does '
-        "not support a launch attribute this launch uses (programmatic dependent launch: set "
-        "TILECORE_PDL=0; clusters: num_ctas=1) (grid (4, 1, 1), block 128 threads, dynamic "
-        "shared memory 0 bytes, programmatic dependent launch)")
+        k.launch(0, grid, (0,))
+    assert str(e.value) == f'Launch of kernel "add" failed with {code}: {message}'
 
 
 def test_load_error(monkeypatch):

@@ -105,8 +105,8 @@ class BindingsLauncher:
         self.params = ParamBuffer("@" + codes)
         self._lock = threading.Lock()  # the buffer is shared by all launches
         # launch configurations for grids the cluster size divides and for the others
-        self._config = self._launch_config(cluster_size > 1, pdl)
         self._config_odd = self._launch_config(False, pdl)
+        self._config = self._launch_config(True, pdl) if cluster_size > 1 else self._config_odd
 
     def _launch_config(self, cluster: bool, pdl: bool) -> Any:
         """The cuLaunchKernelEx configuration with these attributes, or None
