@@ -74,33 +74,33 @@ int main(void) {
     void *extra[] = {(void *)1 /* CU_LAUNCH_PARAM_BUFFER_POINTER */, packed,
                      (void *)2 /* CU_LAUNCH_PARAM_BUFFER_SIZE */, &packed_size,
                      (void *)0 /* CU_LAUNCH_PARAM_END */};
-    struct { const char *name; void *stream; void **params, **extra; } streams[] = {
-        {"legacy default stream", NULL, params, NULL},
-        {"per-thread default stream", (void *)2 /* CU_STREAM_PER_THREAD */, params, NULL},
-        {"non-blocking stream", non_blocking, params, NULL},
-        {"legacy default stream, one parameter buffer", NULL, NULL, extra},
-    };
     attr_t pdl;
     memset(&pdl, 0, sizeof pdl);
     pdl.id = 6; /* CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION */
     pdl.value.pdl = 1;
     config_t config = {1, 1, 1, 128, 1, 1, 0, non_blocking, &pdl, 1};
-    enum { N = 20000, WARM = 500, SYNC = 200 };
+    /* config: launched through cuLaunchKernelEx with it, else through cuLaunchKernel */
+    struct { const char *name; void *stream; void **params, **extra; config_t *config; } cases[] = {
+        {"legacy default stream", NULL, params, NULL, NULL},
+        {"per-thread default stream", (void *)2 /* CU_STREAM_PER_THREAD */, params, NULL, NULL},
+        {"non-blocking stream", non_blocking, params, NULL, NULL},
+        {"legacy default stream, one parameter buffer", NULL, NULL, extra, NULL},
+        {"non-blocking stream, programmatic dependent launch", non_blocking, params, NULL, &config},
+    };
+    enum { N = 20000, WARM = 500, SYNC = 200, CASES = sizeof cases / sizeof cases[0] };
     static double t[N];
-    for (int s = 0; s < 5; s++) {
-        int ex_launch = s == 4;
-        if (ex_launch && !launch_ex) break;
-        void *stream = ex_launch ? non_blocking : streams[s].stream;
-        void **kp = ex_launch ? params : streams[s].params, **ex = ex_launch ? NULL : streams[s].extra;
+    for (int s = 0; s < CASES; s++) {
+        if (cases[s].config && !launch_ex) break;
+#define LAUNCH() (cases[s].config ? launch_ex(cases[s].config, fn, cases[s].params, NULL)      \
+                                  : launch(fn, 1, 1, 1, 128, 1, 1, 0, cases[s].stream,         \
+                                           cases[s].params, cases[s].extra))
         for (int i = 0; i < WARM; i++)
-            CHECK(ex_launch ? launch_ex(&config, fn, kp, NULL)
-                            : launch(fn, 1, 1, 1, 128, 1, 1, 0, stream, kp, ex));
+            CHECK(LAUNCH());
         CHECK(sync());
         for (int i = 0; i < N; i++) {
             struct timespec a, b;
             clock_gettime(CLOCK_MONOTONIC, &a);
-            if (ex_launch) launch_ex(&config, fn, kp, NULL);
-            else launch(fn, 1, 1, 1, 128, 1, 1, 0, stream, kp, ex);
+            LAUNCH();
             clock_gettime(CLOCK_MONOTONIC, &b);
             t[i] = (b.tv_sec - a.tv_sec) * 1e6 + (b.tv_nsec - a.tv_nsec) / 1e3;
             if (i % SYNC == SYNC - 1) sync();
@@ -108,9 +108,8 @@ int main(void) {
         sync();
         qsort(t, N, sizeof t[0], cmp);
         printf("%s from C, %s, us per launch (%d launches): median %.2f p10 %.2f p90 %.2f\n",
-               ex_launch ? "cuLaunchKernelEx" : "cuLaunchKernel",
-               ex_launch ? "non-blocking stream, programmatic dependent launch" : streams[s].name,
-               N, t[N / 2], t[N / 10], t[9 * N / 10]);
+               cases[s].config ? "cuLaunchKernelEx" : "cuLaunchKernel", cases[s].name, N,
+               t[N / 2], t[N / 10], t[9 * N / 10]);
     }
     return 0;
 }
