@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 __all__ = ["Loc", "TileError", "TileSyntaxError", "TileTypeError", "TileValueError",
-           "TileCompileError", "TileLaunchError", "TileRuntimeError"]
+           "TileCompileError", "TileLaunchError", "TileRuntimeError", "OutOfBoundsTileWarning"]
 
 
 @dataclass(frozen=True)
@@ -103,3 +103,8 @@ class TileLaunchError(TileError, RuntimeError):
 
 class TileRuntimeError(TileError, RuntimeError):
     """A kernel failed while running (e.g. in the interpreter, a tile fully out of bounds)."""
+
+
+class OutOfBoundsTileWarning(RuntimeWarning):
+    """Strict bounds mode (TILECORE_STRICT_BOUNDS=1): a load or store addressed a
+    tile wholly outside its array (legal: the load pads, the store drops)."""

@@ -47,13 +47,14 @@ def test_array_used_as_scalar_is_a_compile_error():
 
 
 @pytest.mark.parametrize("grid,cls,msg", [
-    ((0,), ValueError, 'Invalid argument "grid" of launch(): expected positive ints, got (0,)'),
+    ((4, -1), ValueError, 'Invalid argument "grid" of launch(): expected non-negative ints, '
+                          "got (4, -1)"),
     ((1, 2, 3, 4), TypeError, 'Invalid argument "grid" of launch(): expected a tuple of 1 to 3 '
-                              "positive ints, got (1, 2, 3, 4)"),
+                              "non-negative ints, got (1, 2, 3, 4)"),
     ((1.0,), TypeError, 'Invalid argument "grid" of launch(): expected a tuple of 1 to 3 '
-                        "positive ints, got (1.0,)"),
+                        "non-negative ints, got (1.0,)"),
     ((True,), TypeError, 'Invalid argument "grid" of launch(): expected a tuple of 1 to 3 '
-                         "positive ints, got (True,)"),
+                         "non-negative ints, got (True,)"),
     ((1, 70000), ValueError, 'Invalid argument "grid" of launch(): (1, 70000) exceeds the grid '
                              "limits (x < 2**31, y and z < 65536)"),
 ])
@@ -73,8 +74,9 @@ def test_overlapping_arrays():
     a = np.zeros(16)
     with pytest.raises(ValueError) as info:
         ct.launch(None, (1,), copy_k, (a[:8], a[4:12]))
-    assert str(info.value) == ('Kernel arguments "x" and "y" overlap in memory; array arguments '
-                               "must not overlap")
+    assert str(info.value) == ('Kernel arguments "x" and "y" overlap in memory, and the kernel '
+                               'writes "y"; an array the kernel writes must share no memory with '
+                               "another argument")
     run(copy_k, [a[:8], a[8:]])  # adjacent views do not overlap
 
 

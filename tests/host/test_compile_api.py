@@ -80,3 +80,23 @@ def test_two_processes_compiling_the_same_kernel_share_the_disk_cache(tmp_path):
     third = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                            text=True, check=True).stdout.split()
     assert third == [outs[0][0], "0", "1"]            # same cubin, no miss, one disk hit
+
+
+def test_compile_uses_tilecore_arch_when_no_arch_is_given(monkeypatch):
+    x = np.zeros(1000, np.float32)
+    monkeypatch.setenv("TILECORE_ARCH", "sm_80")
+    assert ct.compile(scale, (x, x, 2.0, 256)).arch == "sm_80"
+    assert ct.compile(scale, (x, x, 2.0, 256), arch="sm_90").arch == "sm_90"
+    monkeypatch.delenv("TILECORE_ARCH")
+    assert ct.compile(scale, (x, x, 2.0, 256)).arch == "sm_90"
+
+
+def test_compile_names_the_argument_like_a_launch():
+    x = np.zeros(1000, np.float32)
+    with pytest.raises(TypeError, match='Invalid kernel argument "x": NumPy dtype complex64 has '
+                                        'no tilecore dtype'):
+        ct.compile(scale, (x.astype(np.complex64), x, 2.0, 256))
+    with pytest.raises(TypeError, match='Invalid kernel argument "y": NumPy masked arrays'):
+        ct.compile(scale, (x, np.ma.masked_array(x), 2.0, 256))
+    with pytest.raises(TypeError, match='Invalid kernel argument "factor"'):
+        ct.compile(scale, (x, x, "2.0", 256))

@@ -34,7 +34,7 @@ class FakeTensor:
 
 FakeTensor.__module__ = "torch.fake"
 
-KEY = ((D.float32, 2, True, True, True), D.int32, D.float32, ("c", int, 64))
+KEY = ((D.float32, 2, True, True, True, False), D.int32, D.float32, ("c", int, 64))
 
 
 class Recorder:
@@ -78,7 +78,7 @@ def test_overlapping_arrays_take_the_fast_path_only_once_validated(native):
     """Arrays whose byte extents are disjoint launch at once; overlapping ones only when
     the general path has checked them (interleaved views pass its finer check)."""
     rec = Recorder()
-    key = ((D.float32, 1, True, True, True), (D.float32, 2, True, True, True))
+    key = ((D.float32, 1, True, True, True, False), (D.float32, 2, True, True, True, False))
     a, b = FakeTensor(0x1000, (64,), (1,)), FakeTensor(0x1100, (4, 8), (16, 1))
     validated = {}
     fast = make_fast_launch(key, (a, b), 0, validated, rec, rec.fail, native=native)
@@ -91,7 +91,7 @@ def test_overlapping_arrays_take_the_fast_path_only_once_validated(native):
     assert fast(None, (1,), (a, reversed_rows)) is False
     empty = FakeTensor(0x1000, (0, 8), (16, 1))                 # no bytes at all
     assert fast(None, (1,), (a, empty)) is True
-    huge = FakeTensor(0x1000000, (2 ** 31, 8), (16, 1))         # beyond int32 indexing
+    huge = FakeTensor(0x1000000, (2 ** 31, 8), (16, 1))         # wide: another specialization
     assert fast(None, (1,), (a, huge)) is False
     assert [c[2][3] for c in rec.calls] == [0x1100, 0x10f0, 0x1000]
 
@@ -109,6 +109,8 @@ def test_guards_every_fact(native):
         (FakeTensor(0x2000, (4, 8), (8, 1), dtype="float16"), 1, 1.0, 64),
         (FakeTensor(0x2000, (4, 8), (8, 1), device=1), 1, 1.0, 64),
         (ok, 2**31, 1.0, 64),                               # int64 now
+        (FakeTensor(0x2000, (4, 8), (2**31, 1)), 1, 1.0, 64),    # a stride past int32: wide
+        (FakeTensor(0x2000, (4, 8), (-2**31, 1)), 1, 1.0, 64),
         (ok, 1, 1, 64),                                     # int, not float
         (ok, 1, 1.0, 32),                                   # other constant
         (np.zeros(1), 1, 1.0, 64),                          # other type
@@ -124,12 +126,22 @@ def test_grid_and_stream_errors_match_the_general_path(native):
     fast, rec = _fast(native)
     ok = FakeTensor(0x2000, (4, 8), (8, 1))
     with pytest.raises(ValueError, match='Invalid argument "grid"'):
-        fast(None, (0,), (ok, 1, 1.0, 64))
+        fast(None, (-1,), (ok, 1, 1.0, 64))
+    for empty in ((0,), (4, 0), (0, 1, 1)):      # empty grids: the general path launches nothing
+        assert fast(None, empty, (ok, 1, 1.0, 64)) is False
     with pytest.raises(TypeError, match='Invalid argument "grid"'):
         fast(None, (1.0,), (ok, 1, 1.0, 64))
     with pytest.raises(TypeError, match='Invalid argument "stream"'):
         fast("stream", (1,), (ok, 1, 1.0, 64))
     assert rec.calls == []
+
+
+def test_wide_arrays_have_no_fast_launcher(native):
+    """Arrays past int32 take the general path (their kernels run for milliseconds)."""
+    key = ((D.float32, 1, True, True, True, True),)
+    a = FakeTensor(0x1000, (2**31,), (1,))
+    rec = Recorder()
+    assert make_fast_launch(key, (a,), 0, {}, rec, rec.fail, native=native) is None
 
 
 class FakeTorchStream:
@@ -189,7 +201,7 @@ def test_no_fast_launch_for_raw_bit_scalars_or_unknown_array_types(native):
     rec = Recorder()
     assert make_fast_launch((D.float16,), (np.float16(1),), 0, {}, rec, rec.fail,
                             native=native) is None
-    key = ((D.float32, 1, True, True, True),)
+    key = ((D.float32, 1, True, True, True, False),)
     assert make_fast_launch(key, (np.zeros(4, np.float32),), 0, {}, rec, rec.fail,
                             native=native) is None
 
@@ -213,7 +225,7 @@ FakeCupy.__module__ = "cupy.fake"
 
 def test_cupy_arrays_use_element_strides(native):
     rec = Recorder()
-    key = ((D.float32, 2, True, True, True), (D.float32, 1, False, False, False))
+    key = ((D.float32, 2, True, True, True, False), (D.float32, 1, False, False, False, False))
     a, b = FakeCupy(0x1000, (4, 8), (32, 4)), FakeCupy(0x2004, (3,), (8,))
     validated = {(0x1000, 4, 8, 8, 1, 0x2004, 3, 2): 0}
     fast = make_fast_launch(key, (a, b), 0, validated, rec, rec.fail, native=native)
@@ -263,7 +275,7 @@ def test_single_gpu_skips_the_cupy_device_check(native):
             raise AssertionError("device_id read in a one-GPU process")
 
     rec = Recorder()
-    key = ((D.float32, 1, True, True, True),)
+    key = ((D.float32, 1, True, True, True, False),)
     a = FakeCupy(0x2000, (8,), (4,))
     a.data = NoDeviceId()
     fast = make_fast_launch(key, (a,), 0, {(0x2000, 8, 1): 0}, rec, rec.fail, native=native,
@@ -317,7 +329,7 @@ def _unread(name):
 
 def test_contiguous_1d_cupy_arrays_are_read_from_size_and_flag(native):
     rec = Recorder()
-    key = ((D.float32, 1, True, True, True),)
+    key = ((D.float32, 1, True, True, True, False),)
     a = FlatCupy(0x2000, 8)
     fast = make_fast_launch(key, (a,), 0, {(0x2000, 8, 1): 0, (0x2000, 1, 1): 0,
                                            (0x2000, 8, 2): 0}, rec, rec.fail, native=native)
@@ -350,7 +362,7 @@ def test_contiguous_1d_cupy_arrays_are_read_from_size_and_flag(native):
 
 def test_1d_cupy_arrays_without_the_flag_read_shape_and_strides(native):
     rec = Recorder()
-    key = ((D.float32, 1, True, True, True),)
+    key = ((D.float32, 1, True, True, True, False),)
     a = FakeCupy(0x2000, (8,), (4,))      # no _c_contiguous attribute
     fast = make_fast_launch(key, (a,), 0, {(0x2000, 8, 1): 0}, rec, rec.fail, native=native)
     assert fast(None, (1,), (a,)) is True and fast(None, (1,), (a,)) is True

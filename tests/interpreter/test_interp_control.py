@@ -126,7 +126,8 @@ def test_while_runs_until_break():
 def test_for_with_non_positive_step_raises():
     def build(b):
         return _for(b, 0, 10, 0, [b.const(0, dt.int32)], lambda b, iv, a: b.op("yield", [a]))
-    with pytest.raises(TileRuntimeError, match="for loop step must be positive, got 0"):
+    with pytest.raises(TileRuntimeError, match=r"The step of range\(\) must be strictly positive, "
+                                               r"got 0 \(block \(0, 0, 0\)\)"):
         run_scalar_kernel(build)
 
 

@@ -124,32 +124,37 @@ def _single_load_kernel(tile_n, check_bounds=True):
     return b.build()
 
 
-@pytest.mark.parametrize("index", [3, -1])
-def test_fully_out_of_bounds_tile_raises(index):
-    fn = _single_load_kernel(16)
-    with pytest.raises(TileRuntimeError) as info:
-        run_function(fn, (1, 1, 1), [np.zeros(40, np.float32), index])
-    err = info.value
-    assert err.message == (f'load(): tile ({index},) of shape (16,) is entirely out of bounds '
-                           f'of array "x" with shape (40,) (block (0, 0, 0))')
-    assert err.loc is fn.body.ops[0].loc
+@pytest.mark.parametrize("index", [3, -1, -7])
+def test_fully_out_of_bounds_tile_reads_padding(index):
+    """As on the GPU: a tile wholly outside the array loads only padding."""
+    b = FnBuilder()
+    x, out = b.array("x", dt.float32, 1), b.array("out", dt.float32, 1)
+    t = b.load(x, [b.scalar("i", dt.int32)], (16,), padding=PaddingMode.NEG_INF)
+    b.store(out, t, [b.const(0, dt.int32)])
+    out_arr = np.zeros(16, np.float32)
+    run_function(b.build(), (1, 1, 1), [np.ones(40, np.float32), out_arr, index])
+    assert out_arr.tolist() == [-np.inf] * 16
 
 
 def test_partial_tile_with_check_bounds_false_raises():
     fn = _single_load_kernel(16, check_bounds=False)
     run_function(fn, (1, 1, 1), [np.zeros(40, np.float32), 1])  # in bounds: fine
-    with pytest.raises(TileRuntimeError, match="partly out of bounds, but check_bounds=False"):
+    with pytest.raises(TileRuntimeError) as info:
         run_function(fn, (1, 1, 1), [np.zeros(40, np.float32), 2])
+    assert info.value.message == ('load(): tile (2,) of shape (16,) is partly out of bounds of '
+                                  'array "x" with shape (40,), but check_bounds=False promised it '
+                                  "in bounds (block (0, 0, 0))")
+    assert info.value.loc is fn.body.ops[0].loc
 
 
-def test_fully_out_of_bounds_store_raises():
+def test_fully_out_of_bounds_store_writes_nothing():
     b = FnBuilder()
     out = b.array("out", dt.int32, 1)
     b.store(out, b.op("iota", [], [tile(dt.int32, 4)], shape=(4,), dtype=dt.int32),
             [b.const(5, dt.int32)])
-    with pytest.raises(TileRuntimeError, match=r'store\(\): tile \(5,\) of shape \(4,\) is '
-                                               r'entirely out of bounds of array "out"'):
-        run_function(b.build(), (1, 1, 1), [np.zeros(20, np.int32)])
+    out_arr = np.full(20, -3, np.int32)
+    run_function(b.build(), (1, 1, 1), [out_arr])
+    assert out_arr.tolist() == [-3] * 20
 
 
 def _gather_kernel(has_mask, check_bounds=True):

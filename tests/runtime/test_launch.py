@@ -10,6 +10,7 @@ from cuda.bindings import driver as real
 
 from tilecore.errors import TileLaunchError
 from tilecore.language import dtypes as dt
+from tilecore.runtime import device_errors
 from tilecore.runtime import launch as launch_mod
 from tilecore.runtime.bindings_driver import BindingsDriver
 from tilecore.runtime.launch import LoadedKernel, launch_error
@@ -58,6 +59,19 @@ class FakeDriver(SimpleNamespace):
         self.calls.append(("attr", f, attr, value))
         return (OK,)
 
+    def cuMemHostAlloc(self, size, flags):  # the device's error record (not in `calls`)
+        self.host_memory = ctypes.create_string_buffer(size)
+        return (OK, ctypes.addressof(self.host_memory))
+
+    def cuMemHostGetDevicePointer(self, ptr, flags):
+        return (OK, ptr)
+
+    def cuMemAlloc(self, size):  # the device's claim counter (not in `calls`)
+        return (OK, 0xC1A1_0000)
+
+    def cuMemcpyHtoD(self, dptr, src, size):  # zeroes it
+        return (OK,)
+
     def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
         self.calls.append(("launch", f, (gx, gy, gz), (bx, by, bz), smem, stream,
                            self._read_params(params), extra))
@@ -96,6 +110,8 @@ def make(monkeypatch, fmt="@QiqHf", smem=0, cluster=1, small_l1=False, pdl=False
     drv = FakeDriver(fmt, **kw)
     api = BindingsDriver(drv)
     monkeypatch.setattr(launch_mod, "driver", lambda: api)
+    monkeypatch.setattr(device_errors, "driver", lambda: api)
+    monkeypatch.setattr(device_errors, "_devices", {})
     dev = fake_device()
     k = LoadedKernel(b"CUBIN", "tile_add", 128, smem, fmt, cluster, "add", dev,
                      small_l1=small_l1, pdl=pdl)

@@ -33,8 +33,27 @@ def _index(lw: "Lowerer", v: FrontVal, ndim: int, fn: str, loc: Loc) -> list[Val
         if not ok:
             raise TileTypeError(f'Invalid argument "index" of {fn}(): expected integer scalars, '
                                 f"got {describe(item)}", loc)
-        out.append(lw.b.to_typed(item, D.int32, (), loc))
+        out.append(lw.b.to_typed(item, _index_dtype(item, fn, loc), (), loc))
     return out
+
+
+def _index_dtype(item: FrontVal, fn: str, loc: Loc):
+    """int32 for tile indices that int32 holds exactly, else int64: a 64-bit or
+    uint32 index is never narrowed (uint64 values past int64 are negative
+    there, so outside the array as before)."""
+    if isinstance(item, Const):
+        if -2**31 <= item.value < 2**31:
+            return D.int32
+        if -2**63 <= item.value < 2**63:
+            return D.int64
+        raise TileValueError(f'Invalid argument "index" of {fn}(): {item.value} does not fit '
+                             f"a 64-bit index", loc)
+    return D.int64 if _needs_wide(item.type.dtype) else D.int32
+
+
+def _needs_wide(dtype) -> bool:
+    """Whether int32 cannot hold every value of integer `dtype`."""
+    return dtype.bits > 32 or (dtype.bits == 32 and not dtype.signed)
 
 
 def _hints(a: dict, fn: str, loc: Loc) -> dict:
@@ -154,22 +173,31 @@ def view_store(lw: "Lowerer", tv: TiledView, a: dict, loc: Loc) -> FrontVal:
                        _hints(a, "TiledView.store", loc), loc)
 
 
+def _array_dim(lw, arr: Value, axis: int, loc: Loc) -> Value:
+    """arr.shape[axis], in the array's index dtype."""
+    return lw.b.emit1("array_dim", (arr,), TileType(arr.type.index_dtype, ()), {"axis": axis}, loc)
+
+
 def _tiles_along(lw, dim: Value, tile: int, step: int, loc) -> FrontVal:
     """Tiles along one axis: starts k*step below dim (step >= tile), or enough
     overlapping tiles to cover dim (step < tile)."""
     b = lw.b
+
+    def ceil_div(n: Value) -> FrontVal:  # (n - 1) // step + 1: no overflow near the dtype's top
+        below = b.binary("floordiv", b.binary("sub", n, Const(1), loc), Const(step), loc)
+        return b.binary("add", below, Const(1), loc)
+
     if step >= tile:
-        return b.binary("floordiv", b.binary("add", dim, Const(step - 1), loc), Const(step), loc)
+        return ceil_div(dim)
     rest = b.binary("maximum", b.binary("sub", dim, Const(tile), loc), Const(0), loc)
-    covered = b.binary("floordiv", b.binary("add", rest, Const(step - 1), loc), Const(step), loc)
-    return b.binary("add", covered, Const(1), loc)
+    return b.binary("add", ceil_div(rest), Const(1), loc)
 
 
 def view_num_tiles(lw: "Lowerer", tv: TiledView, a: dict, loc: Loc) -> FrontVal:
     nd = tv.array.type.ndim
     axis = normalize_axis(const_int(a["axis"], "TiledView.num_tiles", "axis", loc), nd,
                           "TiledView.num_tiles", loc)
-    dim = lw.b.emit1("array_dim", (tv.array,), TileType(D.int32, ()), {"axis": axis}, loc)
+    dim = _array_dim(lw, tv.array, axis, loc)
     return _tiles_along(lw, dim, tv.tile_shape[axis], tv.steps[axis], loc)
 
 
@@ -179,7 +207,7 @@ def num_tiles(lw: "Lowerer", a: dict, loc: Loc) -> FrontVal:
     axis = normalize_axis(const_int(a["axis"], "num_tiles", "axis", loc), nd, "num_tiles", loc)
     shape = const_shape(a["shape"], "num_tiles", "shape", loc, ndim=nd)
     order = order_arg(a["order"], nd, "num_tiles", loc)
-    dim = lw.b.emit1("array_dim", (arr,), TileType(D.int32, ()), {"axis": order[axis]}, loc)
+    dim = _array_dim(lw, arr, order[axis], loc)
     return _tiles_along(lw, dim, shape[axis], shape[axis], loc)
 
 
@@ -204,7 +232,7 @@ def _indices(lw, arr: Value, v: FrontVal, fn: str, loc: Loc):
     shape: tuple[int, ...] = ()
     for v_ in vals:
         shape = broadcast_shapes(shape, v_.type.shape, loc, "indices")
-    wide = any(v_.type.dtype.bits == 64 for v_ in vals)
+    wide = any(_needs_wide(v_.type.dtype) for v_ in vals)
     dtype = D.int64 if wide else D.int32
     return [lw.b.to_typed(v_, dtype, shape, loc) for v_ in vals], shape
 
@@ -224,7 +252,7 @@ def _mask(lw, v: FrontVal, shape, fn: str, loc: Loc) -> Optional[Value]:
 def _in_bounds(lw, arr: Value, idx: list[Value], loc) -> FrontVal:
     ok: FrontVal = Const(True)
     for axis, i in enumerate(idx):
-        dim = lw.b.emit1("array_dim", (arr,), TileType(D.int32, ()), {"axis": axis}, loc)
+        dim = _array_dim(lw, arr, axis, loc)
         inside = lw.b.binary("bitand", lw.b.compare("ge", i, Const(0), loc),
                              lw.b.compare("lt", i, dim, loc), loc)
         ok = inside if isinstance(ok, Const) else lw.b.binary("bitand", ok, inside, loc)

@@ -69,7 +69,8 @@ def get_attribute(lw: "Lowerer", obj: FrontVal, attr: str, loc: Loc) -> FrontVal
         t = obj.type
         if attr in ("shape", "strides"):
             op = "array_dim" if attr == "shape" else "array_stride"
-            return TupleVal(tuple(lw.b.emit1(op, (obj,), TileType(D.int32, ()), {"axis": i}, loc)
+            return TupleVal(tuple(lw.b.emit1(op, (obj,), TileType(t.index_dtype, ()), {"axis": i},
+                                             loc)
                                   for i in range(t.ndim)))
         if attr == "dtype":
             return Const(t.dtype)

@@ -6,13 +6,13 @@ from typing import Any
 
 import numpy as np
 
-from ..frontend.specialize import ConstArg, ScalarArg
+from ..frontend.specialize import ArrayArg, ConstArg, ScalarArg, needs_wide_index
 from ..kernel import Kernel, constant_kind
 from ..language import dtypes as D
 from ..language.dtypes import DType
 
 __all__ = ["normalize_grid", "check_arg_count", "scalar_kind", "is_device_array",
-           "classify_non_array", "param_names"]
+           "classify_non_array", "param_names", "host_array_kind"]
 
 
 _GRIDS: dict = {}
@@ -20,7 +20,10 @@ _INT_ONLY = {int}
 
 
 def normalize_grid(grid: Any) -> tuple[int, int, int]:
-    """A grid of 1 to 3 positive ints as a 3-tuple (valid grids are memoized)."""
+    """A grid of 1 to 3 non-negative ints as a 3-tuple (valid grids are memoized).
+
+    A zero extent is an empty grid: the launch checks its arguments and runs no
+    block (as CuPy and PyTorch do for empty inputs, and Triton for empty grids)."""
     ints = type(grid) is tuple and set(map(type, grid)) == _INT_ONLY
     if ints:
         hit = _GRIDS.get(grid)
@@ -38,11 +41,11 @@ def _check_grid(grid: Any) -> tuple[int, int, int]:
     if not isinstance(items, (tuple, list)) or not 1 <= len(items) <= 3 or not all(
             isinstance(g, (int, np.integer)) and not isinstance(g, bool) for g in items):
         raise TypeError(f'Invalid argument "grid" of launch(): expected a tuple of 1 to 3 '
-                        f"positive ints, got {grid!r}")
+                        f"non-negative ints, got {grid!r}")
     dims = tuple(int(g) for g in items)
-    if any(g <= 0 for g in dims):
-        raise ValueError(f'Invalid argument "grid" of launch(): expected positive ints, got '
-                         f"{dims}")
+    if any(g < 0 for g in dims):
+        raise ValueError(f'Invalid argument "grid" of launch(): expected non-negative ints, '
+                         f"got {dims}")
     if dims[0] >= 2**31 or any(g >= 2**16 for g in dims[1:]):
         raise ValueError(f'Invalid argument "grid" of launch(): {dims} exceeds the grid limits '
                          f"(x < 2**31, y and z < 65536)")
@@ -107,3 +110,19 @@ def classify_non_array(kernel: Kernel, name: str, value: Any):
     raise TypeError(f'Invalid kernel argument "{name}": expected an array (NumPy for the '
                     f"interpreter, or a device array with DLPack / __cuda_array_interface__), a "
                     f"number or a dtype, got {type(value).__name__}")
+
+
+def host_array_kind(name: str, a: np.ndarray) -> ArrayArg:
+    """The kind of a NumPy array argument (the interpreter's, or a stand-in for
+    a device array in `tilecore.compile`); masked arrays are refused, since
+    the kernel would read the raw data and ignore the mask."""
+    if isinstance(a, np.ma.MaskedArray):
+        raise TypeError(f'Invalid kernel argument "{name}": NumPy masked arrays are not '
+                        f"supported (the kernel would read the raw data and ignore the mask); "
+                        f"pass {name}.filled(value) or {name}.data")
+    try:
+        dtype = D.from_numpy(a.dtype)
+    except TypeError:
+        raise TypeError(f'Invalid kernel argument "{name}": NumPy dtype {a.dtype} has no '
+                        f"tilecore dtype") from None
+    return ArrayArg(dtype, a.ndim, needs_wide_index(a.shape, [s // a.itemsize for s in a.strides]))

@@ -14,7 +14,7 @@ import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -22,18 +22,19 @@ from .. import config
 from .._version import __version__
 from ..backend.cuda import ArraySpec, CodegenOptions, GeneratedKernel, generate
 from ..backend.cuda.arch import supports_clusters, supports_pdl
-from ..backend.cuda.cubin_info import Resources
+from ..backend.cuda.cubin_info import Resources, kernel_resources
 from ..backend.cuda.kernel import with_min_blocks
 from ..backend.cuda.nvrtc import compile_cubin_report, header_fingerprint
-from ..backend.cuda.occupancy import tighter_min_blocks
+from ..backend.cuda.occupancy import blocks_per_sm, tighter_min_blocks
 from ..backend.cuda.toolchain import cuda_core_version, nvrtc_identity
-from ..frontend.specialize import ArgKind, ArrayArg
+from ..frontend.specialize import ArgKind, ArrayArg, needs_wide_index
 from ..ir.core import Function
 from ..ir.printer import format_function
 from ..kernel import Kernel
 from ..language.options import resolve
 from ..runtime.cache import cache_key, default_cache
-from .classify import check_arg_count, classify_non_array, param_names
+from .classify import check_arg_count, classify_non_array, host_array_kind, param_names
+from .dump import dump_kernel
 
 __all__ = ["CompiledKernel", "compile", "build", "codegen_options"]
 
@@ -60,6 +61,7 @@ class CompiledKernel:
     registers: int = 0
     streams: bool = False
     stack_bytes: int = 0
+    checks: tuple = ()  # run-time checks by index (backend rules_control.DeviceCheck)
 
     @property
     def small_l1(self) -> bool:
@@ -109,16 +111,6 @@ def codegen_options(kernel: Kernel, arch: str) -> CodegenOptions:
                           opt_level=resolve(o.opt_level, arch, 3), num_ctas=num_ctas, arch=arch)
 
 
-def _dump(name: str, key: str, fn: Function, gen: GeneratedKernel) -> None:
-    root = config.dump_dir()
-    if root is None:
-        return
-    root.mkdir(parents=True, exist_ok=True)
-    stem = f"{name}_{key[:12]}"
-    (root / f"{stem}.ir").write_text(format_function(fn) + "\n")
-    (root / f"{stem}.cu").write_text(gen.source)
-
-
 def _compile_fitted(gen: GeneratedKernel, arch: str, options: CodegenOptions, fn: Function
                     ) -> tuple[int, Resources, bytes]:
     """(min_blocks, resources, cubin): the cubin of `gen`, rebuilt with tighter
@@ -142,6 +134,27 @@ def _compile_fitted(gen: GeneratedKernel, arch: str, options: CodegenOptions, fn
 
 # a cache entry: min_blocks, registers, stack bytes, then the cubin
 _ENTRY_HEADER = struct.Struct("<HHI")
+_ELF64_LE = b"\x7fELF\x02\x01"  # magic, 64-bit, little-endian
+_EM_CUDA = 190                   # ELF e_machine of NVIDIA cubins
+_ELF64_HEADER_BYTES = 64
+
+
+def _entry_is_valid(block_threads: int, arch: str, entry: bytes) -> bool:
+    """Whether a disk-cache entry could have been written by `build` for a
+    kernel of `block_threads` threads on `arch` (its checksum only says that
+    it was not damaged): a whole ELF64 cubin header for NVIDIA's e_machine,
+    registers and stack equal to those the cubin records, and min-blocks
+    within what an SM of `arch` holds. Costs one parse of the cubin's
+    sections, on the first load of an entry only."""
+    if len(entry) < _ENTRY_HEADER.size + _ELF64_HEADER_BYTES:
+        return False
+    blocks, registers, stack = _ENTRY_HEADER.unpack_from(entry)
+    cubin = entry[_ENTRY_HEADER.size:]
+    if cubin[:6] != _ELF64_LE or struct.unpack_from("<H", cubin, 18)[0] != _EM_CUDA:
+        return False
+    if blocks > blocks_per_sm(block_threads, 1, arch):
+        return False
+    return (kernel_resources(cubin) or Resources(0, 0)) == Resources(registers, stack)
 
 
 def build(kernel: Kernel, kinds: Sequence[ArgKind], arrays: dict[int, ArraySpec],
@@ -150,6 +163,7 @@ def build(kernel: Kernel, kinds: Sequence[ArgKind], arrays: dict[int, ArraySpec]
     A cache entry holds the launch bounds' min-blocks the cubin was built with
     (0 for none, so that `source` is what was compiled), its registers and
     stack, then the cubin."""
+    config.validate_environment()
     fn = kernel.ir_for(list(kinds))
     options = codegen_options(kernel, arch)
     gen = generate(fn, arrays, options)
@@ -158,19 +172,21 @@ def build(kernel: Kernel, kinds: Sequence[ArgKind], arrays: dict[int, ArraySpec]
         "nvrtc": nvrtc_identity(), "cuda_core": str(cuda_core_version()),
         "tilecore": _sources_fingerprint(), "headers": header_fingerprint(),
     })
-    _dump(fn.name, key, fn, gen)
+    dump_kernel(fn.name, key, fn, gen)
 
     def build_entry() -> bytes:
         blocks, used, cubin = _compile_fitted(gen, arch, options, fn)
         return _ENTRY_HEADER.pack(blocks, used.registers, used.stack_bytes) + cubin
 
-    entry = default_cache().get_or_build(key, build_entry)
+    entry = default_cache().get_or_build(
+        key, build_entry, functools.partial(_entry_is_valid, gen.block_threads, arch))
     blocks, registers, stack = _ENTRY_HEADER.unpack_from(entry)
     if blocks:
         gen = with_min_blocks(gen, blocks)
     return CompiledKernel(fn.name, arch, gen.source, entry[_ENTRY_HEADER.size:],
                           format_function(fn), gen.entry, gen.block_threads, gen.smem_bytes,
-                          gen.param_format, options.num_ctas, registers, gen.streams, stack)
+                          gen.param_format, options.num_ctas, registers, gen.streams, stack,
+                          gen.checks)
 
 
 def numpy_array_spec(a: np.ndarray) -> ArraySpec:
@@ -180,14 +196,19 @@ def numpy_array_spec(a: np.ndarray) -> ArraySpec:
                         tuple(s // item for s in a.strides), item)
 
 
-def compile(kernel: Kernel, args: Sequence[Any], *, arch: str = "sm_90") -> CompiledKernel:
+def compile(kernel: Kernel, args: Sequence[Any], *, arch: Optional[str] = None
+            ) -> CompiledKernel:
     """Compile `kernel` ahead of time for `arch` without a GPU.
 
-    `args` are NumPy arrays (used for their dtype, rank and alignment),
-    numbers (for their dtype) and the values of Constant parameters."""
+    `args` are what a launch takes: NumPy arrays (stand-ins for device arrays:
+    their dtype, rank, shape, strides and alignment count), device arrays,
+    numbers (for their dtype) and the values of Constant parameters. `arch`
+    defaults to TILECORE_ARCH, else "sm_90"."""
     if not isinstance(kernel, Kernel):
         raise TypeError(f'Invalid argument "kernel" of compile(): expected a @tilecore.kernel, '
                         f"got {type(kernel).__name__}")
+    if arch is None:
+        arch = config.arch() or "sm_90"
     if not (isinstance(arch, str) and arch.startswith("sm_") and arch[3:].rstrip("af").isdigit()):
         raise ValueError(f'Invalid argument "arch" of compile(): expected a string like "sm_90", '
                          f"got {arch!r}")
@@ -197,15 +218,14 @@ def compile(kernel: Kernel, args: Sequence[Any], *, arch: str = "sm_90") -> Comp
     for i, (name, value) in enumerate(zip(param_names(kernel), args)):
         kind = classify_non_array(kernel, name, value)
         if kind is None:
-            if not isinstance(value, np.ndarray):
+            if isinstance(value, np.ndarray):
+                kind = host_array_kind(name, value)
+                arrays[i] = numpy_array_spec(value)
+            else:
                 from ..runtime.arrays import as_device_array
                 d = as_device_array(value, name)
-                kind = ArrayArg(d.dtype, len(d.shape))
+                kind = ArrayArg(d.dtype, len(d.shape), needs_wide_index(d.shape, d.strides))
                 arrays[i] = device_array_spec(d)
-            else:
-                from ..language.dtypes import from_numpy
-                kind = ArrayArg(from_numpy(value.dtype), value.ndim)
-                arrays[i] = numpy_array_spec(value)
         kinds.append(kind)
     return build(kernel, kinds, arrays, arch)
 

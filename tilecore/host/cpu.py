@@ -7,39 +7,39 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import config
-from ..frontend.specialize import ArrayArg, ConstArg
+from ..frontend.specialize import ConstArg
 from ..interpreter import run_function
+from ..ir.effects import written_params
 from ..kernel import Kernel
-from ..language import dtypes as D
-from .classify import classify_non_array, param_names
+from ..runtime.arrays import check_writable, overlap_message
+from .classify import classify_non_array, host_array_kind, param_names
 
-__all__ = ["launch_cpu", "check_no_overlap_host"]
-
-
-def _array_kind(name: str, a: np.ndarray) -> ArrayArg:
-    try:
-        return ArrayArg(D.from_numpy(a.dtype), a.ndim)
-    except TypeError:
-        raise TypeError(f'Invalid kernel argument "{name}": NumPy dtype {a.dtype} has no '
-                        f"tilecore dtype") from None
+__all__ = ["launch_cpu", "check_host_arrays"]
 
 
-def check_no_overlap_host(named: list[tuple[str, np.ndarray]]) -> None:
-    """Array arguments must not share memory (the data model leaves it undefined)."""
+def check_host_arrays(named: list[tuple[str, np.ndarray]], written: frozenset[str]) -> None:
+    """The data model's rules for the arrays of a launch: an array the kernel
+    writes (`written`) must be writable, free of self-overlap, and share no
+    memory with any other argument; arrays it only reads may be read-only,
+    broadcast views or the same array twice."""
+    for name, a in named:
+        if name in written:
+            check_writable(name, not a.flags.writeable, a.shape, a.strides, a.itemsize)
     for i, (na, a) in enumerate(named):
         for nb, b in named[i + 1:]:
-            if a.size and b.size and np.shares_memory(a, b):
-                raise ValueError(f'Kernel arguments "{na}" and "{nb}" overlap in memory; array '
-                                 f"arguments must not overlap")
+            if (na in written or nb in written) and a.size and b.size and \
+                    np.shares_memory(a, b):
+                raise ValueError(overlap_message(na, nb, na if na in written else nb))
 
 
 def launch_cpu(kernel: Kernel, grid: tuple[int, int, int], args: Sequence[Any],
                to_host=None, from_host=None) -> None:
     """Run `kernel` in the interpreter. `to_host`/`from_host` copy device arrays
-    to NumPy and back (TILECORE_INTERPRET=1 with device arguments)."""
+    to NumPy and back (TILECORE_INTERPRET=1 with device arguments): the arrays
+    the kernel writes are copied back."""
     names = param_names(kernel)
     kinds, run_args, arrays, copies = [], [], [], []
-    for name, value in zip(names, args):
+    for index, (name, value) in enumerate(zip(names, args)):
         kind = classify_non_array(kernel, name, value)
         if kind is None:
             host = value
@@ -48,18 +48,18 @@ def launch_cpu(kernel: Kernel, grid: tuple[int, int, int], args: Sequence[Any],
                     raise TypeError(f'Invalid kernel argument "{name}": the interpreter needs '
                                     f"NumPy arrays, got {type(value).__name__}")
                 host = to_host(value)
-                copies.append((value, host))
-            if not host.flags.writeable:
-                raise ValueError(f'Invalid kernel argument "{name}": the array is read-only')
-            kind = _array_kind(name, host)
+                copies.append((index, value, host))
+            kind = host_array_kind(name, host)
             arrays.append((name, host))
             run_args.append(host)
         elif not isinstance(kind, ConstArg):
             run_args.append(value)
         kinds.append(kind)
-    check_no_overlap_host(arrays)
     fn = kernel.ir_for(kinds)
+    written = written_params(fn)
+    check_host_arrays(arrays, frozenset(names[i] for i in written))
     # run_args follow the Python parameter order minus constants: the IR's parameter order.
     run_function(fn, grid, run_args, block_order=config.block_order())
-    for device, host in copies:
-        from_host(host, device)
+    for index, device, host in copies:
+        if index in written:
+            from_host(host, device)

@@ -55,7 +55,9 @@ def fast_specs(key: tuple, args: Sequence[Any], device: int, only_device: bool =
             root = type(value).__module__.split(".")[0]
             if root not in ("torch", "cupy"):
                 return None
-            dtype, ndim, aligned, unit, whole = part
+            dtype, ndim, aligned, unit, whole, wide = part
+            if wide:
+                return None                    # 64-bit indices: rare and long, general path
             on = -1 if only_device else device
             specs.append((root, type(value), value.dtype, on, ndim, dtype.itemsize,
                           aligned, unit, whole))
@@ -68,7 +70,8 @@ def make_fast_launch(key: tuple, args: Sequence[Any], device: int, validated: di
     """The fast launcher for `args` of specialization `key`, or None when some
     argument has no fast form (then every launch takes the general path).
     `validated` holds the arrays' (pointer, shape, strides) whose overlap the
-    general path has checked (needed only when their extents intersect);
+    general path has checked for this specialization (needed only when their
+    extents intersect); an empty grid is left to the general path;
     `launcher.launch(stream, gx, gy, gz, values)` returns a CUresult and
     `fail(err, grid)` raises the launch error.
     `native=False` builds the Python version; `only_device`: see fast_specs."""
@@ -107,9 +110,12 @@ def _array_lines(i: int, spec: tuple, ns: dict) -> list[str]:
             lines += [f"sh{i} = {a}.shape", f"st{i} = {a}.strides"]
         item_div = f" // {item}"
     lines.append(f"if len(sh{i}) != {ndim}: return False")
-    if ndim:  # tile code indexes with int32 (else the general path raises)
+    if ndim:  # int32 holds every dim and stride (else: a wide specialization)
         lines.append(f"if max(sh{i}) >= 2147483648: return False")
     strides = [f"st{i}[{d}]{item_div}" for d in range(ndim)]
+    if ndim:
+        lines.append(f"if not all(-2147483648 < s < 2147483648 for s in "
+                     f"{_tuple(strides)}): return False")
     if aligned:
         checks = [f"p{i} & 15"] + [f"({s} * {item}) & 15" for s in strides[:-1]]
         lines.append(f"if {' or '.join(checks)}: return False")
@@ -149,6 +155,7 @@ _GRID_AND_LAUNCH = """\
         gx, gy, gz = grid[0], 1, 1
     else:
         gx, gy, gz = GRID(grid)
+        if not (gx and gy and gz): return False
     if stream is None: h = 0
     elif type(stream) is int and stream >= 0: h = stream
     else: h = HANDLE(stream)

@@ -11,18 +11,20 @@ with known argument kinds and checked arrays go through a fast launcher
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from .. import config
 from ..backend.cuda import ArraySpec, array_facts
-from ..frontend.specialize import ArrayArg, ConstArg, ScalarArg
+from ..frontend.specialize import ArrayArg, ConstArg, ScalarArg, needs_wide_index
 from ..kernel import Kernel
 from ..language import dtypes as D
 from ..language.dtypes import DType
-from ..runtime.arrays import DeviceArray, array_fields, check_no_overlap, check_same_device
+from ..ir.effects import written_params
+from ..runtime.arrays import (DeviceArray, array_fields, check_no_overlap, check_same_device,
+                              check_written_arrays)
 from ..runtime.device import current_device_ordinal, device_count, get_device
 from ..runtime.launch import LoadedKernel
 from ..runtime.params import scalar_bits
@@ -34,13 +36,16 @@ from .fastpath import make_fast_launch
 __all__ = ["launch_gpu"]
 
 _NUMBER = (bool, int, float, np.bool_, np.integer, np.floating)
-_MAX_VALIDATED = 256  # argument sets remembered per kernel as device- and overlap-checked
+_MAX_VALIDATED = 256  # argument sets remembered per kernel (device) and plan (overlap)
 
 
 @dataclass
 class _Plan:
     loaded: Optional[LoadedKernel]  # None: TILECORE_INTERPRET=1 sends this to the interpreter
     bit_scalars: tuple[tuple[int, DType], ...]  # (flat position, dtype) of raw-bit scalars
+    written: frozenset[str]  # the array arguments the kernel writes
+    # the arrays' (pointer, shape, strides) whose overlap and write checks passed
+    checked: dict = field(default_factory=dict)
 
 
 def _scalar_dtype(name: str, value: Any) -> DType:
@@ -65,7 +70,8 @@ def _scan(kernel: Kernel, args: Sequence[Any]):
         else:
             fields = array_fields(value, name)
             ptr, shape, strides, dtype = fields[0], fields[1], fields[2], fields[3]
-            key.append((dtype, len(strides), *array_facts(ptr, shape, strides, dtype.itemsize)))
+            key.append((dtype, len(strides), *array_facts(ptr, shape, strides, dtype.itemsize),
+                        needs_wide_index(shape, strides)))
             flat.append(ptr)
             flat.extend(shape)
             flat.extend(strides)
@@ -82,38 +88,44 @@ def _kinds(kernel: Kernel, key: tuple, args: Sequence[Any]):
         elif part[0] == "c":
             kinds.append(ConstArg(value))
         else:
-            dtype, ndim, aligned, unit, whole = part
-            kinds.append(ArrayArg(dtype, ndim))
+            dtype, ndim, aligned, unit, whole, wide = part
+            kinds.append(ArrayArg(dtype, ndim, wide))
             specs[i] = ArraySpec(aligned16=aligned, unit_stride=unit, whole_vectors=whole)
     return kinds, specs
 
 
+def _device_arrays(fields) -> list[tuple[str, DeviceArray]]:
+    return [(name, DeviceArray(f[0], tuple(f[1]), tuple(f[2]), f[3], f[4],
+                               len(f) > 5 and f[5])) for name, f in fields]
+
+
 def _device_of(fields) -> int:
-    arrays = [(name, DeviceArray(f[0], tuple(f[1]), tuple(f[2]), f[3], f[4]))
-              for name, f in fields]
-    if len(arrays) > 1:
-        ordinal = check_same_device(arrays)
-        check_no_overlap(arrays)
-    else:
-        ordinal = arrays[0][1].device_id if arrays else -1
-    for name, d in arrays:
-        if any(s >= 2**31 for s in d.shape):
-            raise ValueError(f'Kernel argument "{name}" has shape {d.shape}; tile code indexes '
-                             f"arrays with int32, so each dimension must be below 2**31")
+    arrays = _device_arrays(fields)
+    ordinal = check_same_device(arrays)
     return ordinal if ordinal >= 0 else current_device_ordinal()
 
 
+def _check_access(fields, written: frozenset[str]) -> None:
+    """The arrays the kernel writes are writable, free of self-overlap and
+    share no memory with another argument (arrays only read may overlap)."""
+    arrays = _device_arrays(fields)
+    check_written_arrays(arrays, written)
+    check_no_overlap(arrays, written)
+
+
 def _make_plan(kernel: Kernel, key: tuple, args: Sequence[Any], ordinal: int) -> _Plan:
-    if config.interpret():
-        return _Plan(None, ())
     kinds, specs = _kinds(kernel, key, args)
+    names = kernel.param_names
+    written = frozenset(names[i] for i in written_params(kernel.ir_for(kinds)))
+    if config.interpret():
+        return _Plan(None, (), written)
     device = get_device(ordinal)
     arch = config.arch() or device.arch
     compiled = build(kernel, kinds, specs, arch)
     loaded = LoadedKernel(compiled.cubin, compiled.entry, compiled.block_threads,
                           compiled.smem_bytes, compiled.param_format, compiled.cluster_size,
                           kernel.__name__, device, small_l1=compiled.small_l1,
-                          pdl=compiled.pdl and config.pdl())
+                          pdl=compiled.pdl and config.pdl(), checks=compiled.checks)
     bits, pos = [], 0
     for kind in kinds:
         if isinstance(kind, ArrayArg):
@@ -122,7 +134,7 @@ def _make_plan(kernel: Kernel, key: tuple, args: Sequence[Any], ordinal: int) ->
             if kind.dtype.is_float and kind.dtype.itemsize <= 2:
                 bits.append((pos, kind.dtype))
             pos += 1
-    return _Plan(loaded, tuple(bits))
+    return _Plan(loaded, tuple(bits), written)
 
 
 def launch_gpu(stream: Any, grid: tuple[int, int, int], kernel: Kernel,
@@ -131,29 +143,38 @@ def launch_gpu(stream: Any, grid: tuple[int, int, int], kernel: Kernel,
     path: `tilecore.launch` first tries the kernel's fast launcher)."""
     state = kernel.backend_cache
     key, flat, arrays = _scan(kernel, args)
-    # The arrays' (pointer, shape, strides) whose device and overlap checks passed.
+    # The arrays' (pointer, shape, strides): the device they share is remembered per
+    # kernel; the overlap and write checks, which depend on what the kernel writes, per plan.
     layout = tuple(v for _, f in arrays for v in (f[0], *f[1], *f[2]))
-    validated = state.setdefault("validated", {})
-    ordinal = validated.get(layout)
+    devices = state.setdefault("devices", {})
+    ordinal = devices.get(layout)
     if ordinal is None:
         ordinal = _device_of(arrays)
-        if len(validated) >= _MAX_VALIDATED:
-            validated.clear()
-        validated[layout] = ordinal
+        if len(devices) >= _MAX_VALIDATED:
+            devices.clear()
+        devices[layout] = ordinal
     plan = state.get((ordinal, key))
     if plan is None:
         plan = state[(ordinal, key)] = _make_plan(kernel, key, args, ordinal)
+    if layout not in plan.checked:
+        _check_access(arrays, plan.written)
+        if len(plan.checked) >= _MAX_VALIDATED:
+            plan.checked.clear()
+        plan.checked[layout] = True
     if plan.loaded is None:
         from .cpu import launch_cpu
         from .device_copies import from_host, to_host
         launch_cpu(kernel, grid, args, to_host, from_host)
         return
+    handle = stream_handle(stream)
+    if 0 in grid:  # an empty grid runs no block (the arguments were checked above)
+        return
     if plan.bit_scalars:
         for pos, dtype in plan.bit_scalars:
             flat[pos] = scalar_bits(dtype, flat[pos])
     else:
-        _install_fast_launch(state, ordinal, key, args, plan.loaded, validated)
-    plan.loaded.launch(stream_handle(stream), grid, tuple(flat))
+        _install_fast_launch(state, ordinal, key, args, plan.loaded, plan.checked)
+    plan.loaded.launch(handle, grid, tuple(flat))
 
 
 def _install_fast_launch(state: dict, ordinal: int, key: tuple, args: Sequence[Any],

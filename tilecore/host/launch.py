@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import config
 from ..kernel import Kernel
 from .classify import check_arg_count, normalize_grid
 
@@ -58,7 +59,11 @@ def _route(kernel: Kernel, args: tuple) -> str:
 
 
 def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /) -> None:
-    """Queue `kernel` over `grid` (1 to 3 positive ints) with `kernel_args` on `stream`."""
+    """Queue `kernel` over `grid` (1 to 3 non-negative ints) with `kernel_args` on `stream`.
+
+    A grid with a zero extent runs no block, but the arguments are checked as
+    for any launch (and on the GPU the kernel is compiled), so a bad call fails
+    the same way whatever the data size."""
     if type(kernel) is Kernel:
         fast = kernel.backend_cache.get("fast_launch")
         if fast is not None and fast(stream, grid, kernel_args):
@@ -66,6 +71,7 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /) -> None:
     else:
         raise TypeError(f'Invalid argument "kernel" of launch(): expected a @tilecore.kernel, '
                         f"got {type(kernel).__name__}")
+    config.validate_environment()
     grid3 = normalize_grid(grid)
     args = check_arg_count(kernel, kernel_args)
     route = _route(kernel, args)

@@ -3,8 +3,9 @@
 `RULES` maps every op name to a NumPy implementation; `run_function` drives
 them block by block over a grid.
 """
+from .memory import OutOfBoundsTileWarning
 from .rounding import cast, round_to_tf32
 from .rules import RULES
 from .run import run_function
 
-__all__ = ["run_function", "RULES", "round_to_tf32", "cast"]
+__all__ = ["run_function", "RULES", "round_to_tf32", "cast", "OutOfBoundsTileWarning"]

@@ -7,16 +7,17 @@ enclosing control-flow rule, which is how `break`/`continue` inside nested
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 
+from .. import config
 from ..errors import TileRuntimeError
 from ..ir.core import Block, Op, Value
 from ..ir.types import TileType
 
-__all__ = ["Signal", "BlockContext", "Rule"]
+__all__ = ["Signal", "BlockContext", "BoundsReport", "Rule"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,32 @@ class Signal:
 Rule = Callable[["BlockContext", Op, list], Union[tuple, Signal]]
 
 
+class BoundsReport:
+    """Strict bounds mode of one launch, shared by its blocks: whether it is on
+    and which ops already reported a tile wholly outside its array (each op
+    reports its first such tile of the launch, not one per block).
+
+    `strict=None` reads TILECORE_STRICT_BOUNDS at the launch's first such tile,
+    so launches without one never pay for the read (`tilecore.launch` has
+    validated the variable before running any block)."""
+
+    __slots__ = ("strict", "warned")
+
+    def __init__(self, strict: Optional[bool] = None):
+        self.strict = strict
+        self.warned: set[int] = set()
+
+    def first_outside(self, op: Op) -> bool:
+        """True when strict mode is on and this is the first tile wholly
+        outside its array that `op` addresses in the launch."""
+        if self.strict is None:
+            self.strict = config.strict_bounds()
+        if not self.strict or id(op) in self.warned:
+            return False
+        self.warned.add(id(op))
+        return True
+
+
 @dataclass
 class BlockContext:
     """Everything one block of the grid sees while it runs."""
@@ -39,6 +66,7 @@ class BlockContext:
     array_names: dict[Value, str]  # array param Value -> its name, for error messages
     rules: dict[str, Rule]
     env: dict[Value, object]       # Value -> np.ndarray (tiles) or the bound array
+    bounds: BoundsReport = field(default_factory=BoundsReport)  # one per launch
 
     def run_block(self, block: Block, args: Sequence[np.ndarray]) -> Optional[Signal]:
         """Bind the block arguments, run its ops in order; return the signal of

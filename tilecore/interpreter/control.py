@@ -30,8 +30,10 @@ def _if(ctx: BlockContext, op: Op, args: list) -> Union[tuple, Signal]:
 
 def _for(ctx: BlockContext, op: Op, args: list) -> tuple:
     lb, ub, step = args[0], args[1], args[2]
-    if int(step) <= 0:
-        raise TileRuntimeError(f"for loop step must be positive, got {int(step)}", loc=op.loc)
+    if int(step) <= 0:  # the same text as the GPU's device error (runtime/device_errors.py)
+        block = tuple(int(b) for b in ctx.bid)
+        raise TileRuntimeError(f"The step of range() must be strictly positive, got {int(step)} "
+                               f"(block {block})", loc=op.loc)
     carried = tuple(args[3:])
     iv_dtype = lb.dtype
     for iv in range(int(lb), int(ub), int(step)):

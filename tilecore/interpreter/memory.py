@@ -4,22 +4,25 @@ Within one tile the coordinates along each axis are consecutive (steps only
 move the tile's origin), so the in-bounds part of a tile is a box: a basic
 slice of the array, transposed by `order` into tile axes. Loads fill the rest
 with the padding value; stores write through the slice, which also works for
-strided and non-contiguous array views.
+strided and non-contiguous array views. A tile wholly outside the array is an
+empty box: its load is all padding and its store writes nothing, as on the GPU.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Optional
 
 import numpy as np
 
-from ..errors import TileRuntimeError
+from ..errors import OutOfBoundsTileWarning, TileRuntimeError
 from ..ir.core import Op
 from ..language.dtypes import DType
 from ..language.enums import PaddingMode
 from .context import BlockContext
 from .rounding import cast
 
-__all__ = ["RULES", "padding_value"]
+__all__ = ["RULES", "padding_value", "OutOfBoundsTileWarning"]
+
 
 _FLOAT_PAD = {PaddingMode.UNDETERMINED: np.nan, PaddingMode.ZERO: 0.0,
               PaddingMode.NEG_ZERO: -0.0, PaddingMode.NAN: np.nan,
@@ -43,55 +46,77 @@ def padding_value(mode: Optional[PaddingMode], dtype: DType) -> np.ndarray:
     return np.array(value, dtype=dtype.numpy_dtype)
 
 
-def _tile_box(ctx: BlockContext, op: Op, arr: np.ndarray, index: list) -> tuple:
+def _tile_box(ctx: BlockContext, op: Op, arr: np.ndarray, index: list) -> Optional[tuple]:
     """(array slices, tile slices, order) for the in-bounds part of the
     addressed tile; order defaults to the identity and steps to the shape.
 
-    Raises TileRuntimeError if the tile is entirely out of bounds, or partly
-    out of bounds although check_bounds=False promised otherwise."""
+    None when no element of the tile lies inside the array: as on the GPU, a
+    load of it reads only padding and a store of it writes nothing (grids that
+    overshoot the data are common), with a warning in strict bounds mode.
+    Raises TileRuntimeError for a tile wholly or partly out of bounds although
+    check_bounds=False promised it inside (undefined behaviour on the GPU)."""
     shape = tuple(op.attrs["shape"])
     order = tuple(op.attrs.get("order") or range(len(shape)))
     steps = tuple(op.attrs.get("steps") or shape)
     tile_index = tuple(int(i) for i in index)
     arr_slices: list = [slice(None)] * arr.ndim
     tile_slices = []
-    partial = False
+    partial = outside = False
     for k, extent in enumerate(shape):
         start = tile_index[k] * steps[k]
         lo, hi = max(start, 0), min(start + extent, arr.shape[order[k]])
-        if lo >= hi:
-            raise _bounds_error(ctx, op, arr, tile_index, shape, "entirely out of bounds")
+        outside |= lo >= hi
         partial |= hi - lo < extent
         arr_slices[order[k]] = slice(lo, hi)
         tile_slices.append(slice(lo - start, hi - start))
     if partial and not op.attrs.get("check_bounds", True):
-        raise _bounds_error(ctx, op, arr, tile_index, shape,
-                            "partly out of bounds, but check_bounds=False promised in bounds")
+        what = "entirely" if outside else "partly"
+        raise TileRuntimeError(
+            f"{_describe(ctx, op, arr, tile_index, shape, what)}, but check_bounds=False "
+            f"promised it in bounds (block {ctx.bid})", loc=op.loc)
+    if outside:
+        if ctx.bounds.first_outside(op):
+            _warn_outside(ctx, op, arr, tile_index, shape)
+        return None
     return tuple(arr_slices), tuple(tile_slices), order
 
 
-def _bounds_error(ctx: BlockContext, op: Op, arr: np.ndarray, tile_index: tuple,
-                  shape: tuple, what: str) -> TileRuntimeError:
+def _describe(ctx: BlockContext, op: Op, arr: np.ndarray, tile_index: tuple, shape: tuple,
+              what: str) -> str:
     name = ctx.array_names.get(op.operands[0], repr(op.operands[0]))
-    return TileRuntimeError(
-        f'{op.name}(): tile {tile_index} of shape {shape} is {what} of array "{name}" '
-        f"with shape {arr.shape} (block {ctx.bid})", loc=op.loc)
+    return (f'{op.name}(): tile {tile_index} of shape {shape} is {what} out of bounds of '
+            f'array "{name}" with shape {arr.shape}')
+
+
+def _warn_outside(ctx: BlockContext, op: Op, arr: np.ndarray, tile_index: tuple,
+                  shape: tuple) -> None:
+    """Strict bounds mode: report the op's first tile wholly outside its array
+    in this launch, attributed to the kernel line."""
+    effect = "reads only padding" if op.name == "load" else "writes nothing"
+    message = (f"{_describe(ctx, op, arr, tile_index, shape, 'entirely')} (block {ctx.bid}): "
+               f"the {op.name} {effect}; reported for the first such tile of this {op.name} "
+               f"in the launch ({op.loc})")
+    warnings.warn_explicit(message, OutOfBoundsTileWarning, op.loc.filename, op.loc.line)
 
 
 def _load(ctx: BlockContext, op: Op, args: list) -> tuple:
     arr, index = args[0], args[1:]
-    arr_slices, tile_slices, order = _tile_box(ctx, op, arr, index)
+    box = _tile_box(ctx, op, arr, index)
     dtype = op.result.type.dtype
     out = np.full(tuple(op.attrs["shape"]),
                   padding_value(op.attrs.get("padding"), dtype), dtype=arr.dtype)
-    out[tile_slices] = arr[arr_slices].transpose(order)
+    if box is not None:
+        arr_slices, tile_slices, order = box
+        out[tile_slices] = arr[arr_slices].transpose(order)
     return (out,)
 
 
 def _store(ctx: BlockContext, op: Op, args: list) -> tuple:
     arr, tile, index = args[0], args[1], args[2:]
-    arr_slices, tile_slices, order = _tile_box(ctx, op, arr, index)
-    arr[arr_slices].transpose(order)[...] = tile[tile_slices]
+    box = _tile_box(ctx, op, arr, index)
+    if box is not None:
+        arr_slices, tile_slices, order = box
+        arr[arr_slices].transpose(order)[...] = tile[tile_slices]
     return ()
 
 

@@ -35,13 +35,19 @@ def _num_blocks(ctx: BlockContext, op: Op, args: list) -> tuple:
     return (_int32(ctx.grid[op.attrs["axis"]]),)
 
 
+def _index_value(op: Op, value: int) -> np.ndarray:
+    """An array's dim or stride in its index dtype (the op's result dtype); the
+    launch specialized the array as wide wherever int32 cannot hold it."""
+    return np.array(value, dtype=op.result.type.dtype.numpy_dtype)
+
+
 def _array_dim(ctx: BlockContext, op: Op, args: list) -> tuple:
-    return (_int32(args[0].shape[op.attrs["axis"]]),)
+    return (_index_value(op, args[0].shape[op.attrs["axis"]]),)
 
 
 def _array_stride(ctx: BlockContext, op: Op, args: list) -> tuple:
     arr = args[0]
-    return (_int32(arr.strides[op.attrs["axis"]] // arr.itemsize),)
+    return (_index_value(op, arr.strides[op.attrs["axis"]] // arr.itemsize),)
 
 
 def _iota(ctx: BlockContext, op: Op, args: list) -> tuple:

@@ -11,8 +11,9 @@ constant   () {value}                 -> scalar of the result dtype; value is a 
                                          bool/int/float already representable in it.
 bid        () {axis}                  -> int32 scalar: this block's index on grid axis 0..2.
 num_blocks () {axis}                  -> int32 scalar: grid size on that axis.
-array_dim  (arr) {axis}               -> int32 scalar: arr.shape[axis].
-array_stride (arr) {axis}             -> int32 scalar: arr.strides[axis], in elements.
+array_dim  (arr) {axis}               -> scalar of arr's index dtype (int32, or int64 for an
+                                         array specialized as wide): arr.shape[axis].
+array_stride (arr) {axis}             -> the same: arr.strides[axis], in elements.
 iota       () {shape=(n,), dtype}     -> 1-d tile 0, 1, ..., n-1 (integer dtype).
 broadcast  (x) {shape}                -> x broadcast to shape (NumPy rules; rank may grow).
 reshape    (x) {shape}                -> same elements in row-major order, new shape.
@@ -49,16 +50,19 @@ argreduce  (x) {fn, axis, keepdims}   -> fn in ('argmax', 'argmin'); axis is an 
                                          for argmin (so the first NaN wins), as NumPy does.
 load       (arr, *index) {shape, order, steps, padding, check_bounds, latency, allow_tma}
                                       -> tile of arr.dtype with `shape` (len = arr.ndim).
-                                         index: one int32 scalar per tile axis. Element t[k...]
+                                         index: one int32 or int64 scalar per tile axis (exact:
+                                         never narrowed). Element t[k...]
                                          (tile axes k) reads arr at array axis order[k],
                                          coordinate index[k] * steps[k] + t_k. Out-of-bounds
-                                         elements (coordinate >= dim) take the padding value of
+                                         elements (coordinate < 0 or >= dim; a tile wholly
+                                         outside reads only padding) take the padding value of
                                          `padding` (a PaddingMode: UNDETERMINED -> NaN for
                                          floats, the dtype's max for ints, True for bool).
                                          check_bounds=False: the front end promises in-bounds.
 store      (arr, tile, *index) {shape, order, steps, check_bounds, latency, allow_tma}
                                       -> no result; same addressing as load; out-of-bounds
-                                         elements are dropped. tile.dtype == arr.dtype.
+                                         elements are dropped (a tile wholly outside writes
+                                         nothing). tile.dtype == arr.dtype.
 gather     (arr, pad, *indices[, mask]) {has_mask, check_bounds}
                                       -> tile of arr.dtype with the shape of the indices.
                                          One integer index tile per array axis, all of the same

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..language import dtypes as D
 from ..language.dtypes import DType
 
 __all__ = ["TileType", "ArrayType", "scalar"]
@@ -37,13 +38,17 @@ class TileType:
 @dataclass(frozen=True)
 class ArrayType:
     """A global array kernel parameter: element dtype and rank; its shape and
-    strides are runtime values."""
+    strides are runtime values of `index_dtype`: int32, or int64 for an array
+    with a dimension or a stride of 2**31 or more (a specialization of its own,
+    so that ordinary arrays keep 32-bit index arithmetic)."""
 
     dtype: DType
     ndim: int
+    index_dtype: DType = D.int32
 
     def __str__(self) -> str:
-        return f"array<{self.dtype.name}, {self.ndim}d>"
+        wide = ", int64 index" if self.index_dtype is D.int64 else ""
+        return f"array<{self.dtype.name}, {self.ndim}d{wide}>"
 
 
 def scalar(dtype: DType) -> TileType:

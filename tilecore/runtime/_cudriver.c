@@ -12,7 +12,9 @@
  *
  * `Launcher` holds one kernel's launch configuration and parameter layout; its
  * `launch` packs the parameter values into a stack buffer, makes the context
- * current when it is not, and launches with the GIL released.
+ * current when it is not, and launches with the GIL released; while its
+ * device's error record holds an unreported device-side error it launches
+ * nothing and returns TC_PENDING_DEVICE_ERROR (runtime/device_errors.py).
  *
  * The driver types are declared here rather than taken from cuda.h so that the
  * module builds without the CUDA headers; the layouts follow cuda.h of CUDA 12+.
@@ -47,6 +49,13 @@ static struct {
                               CUstream, void **, void **);
     CUresult (*launch_kernel_ex)(const LaunchConfig *, CUfunction, void **, void **);
     CUresult (*get_error_string)(CUresult, const char **);
+    CUresult (*mem_host_alloc)(void **, size_t, unsigned int);
+    CUresult (*mem_host_get_device_pointer)(CUdeviceptr *, void *, unsigned int);
+    CUresult (*mem_alloc)(CUdeviceptr *, size_t);
+    CUresult (*module_get_global)(CUdeviceptr *, size_t *, CUmodule, const char *);
+    CUresult (*memcpy_htod)(CUdeviceptr, const void *, size_t);
+    CUresult (*ctx_synchronize)(void);
+    CUresult (*stream_synchronize)(CUstream);
 } cu;
 
 static void *libcuda = NULL;
@@ -92,7 +101,14 @@ static PyObject *open_driver(PyObject *self, PyObject *arg) {
         resolve((void **)&cu.func_set_attribute, "cuFuncSetAttribute", 1) ||
         resolve((void **)&cu.launch_kernel, "cuLaunchKernel", 1) ||
         resolve((void **)&cu.launch_kernel_ex, "cuLaunchKernelEx", 0) ||
-        resolve((void **)&cu.get_error_string, "cuGetErrorString", 1)) {
+        resolve((void **)&cu.get_error_string, "cuGetErrorString", 1) ||
+        resolve((void **)&cu.mem_host_alloc, "cuMemHostAlloc", 1) ||
+        resolve((void **)&cu.mem_host_get_device_pointer, "cuMemHostGetDevicePointer_v2", 1) ||
+        resolve((void **)&cu.mem_alloc, "cuMemAlloc_v2", 1) ||
+        resolve((void **)&cu.module_get_global, "cuModuleGetGlobal_v2", 1) ||
+        resolve((void **)&cu.memcpy_htod, "cuMemcpyHtoD_v2", 1) ||
+        resolve((void **)&cu.ctx_synchronize, "cuCtxSynchronize", 1) ||
+        resolve((void **)&cu.stream_synchronize, "cuStreamSynchronize", 1)) {
         dlclose(lib);
         libcuda = NULL;
         return NULL;
@@ -255,6 +271,85 @@ static PyObject *py_function_attribute(PyObject *self, PyObject *const *args, Py
     return Py_BuildValue("(i)", cu.func_set_attribute(fn, attr, value));
 }
 
+/* ---- the device error record (runtime/device_errors.py) ------------------ */
+
+static PyObject *py_mem_host_alloc(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    NEED_DRIVER();
+    if (expect_args(nargs, 2, "mem_host_alloc")) return NULL;
+    size_t size = PyLong_AsSize_t(args[0]);
+    if (size == (size_t)-1 && PyErr_Occurred()) return NULL;
+    int flags;
+    if (as_int(args[1], &flags)) return NULL;
+    void *ptr = NULL;
+    CUresult err = cu.mem_host_alloc(&ptr, size, (unsigned int)flags);
+    return Py_BuildValue("(iN)", err, handle(ptr));
+}
+
+static PyObject *py_mem_host_device_pointer(PyObject *self, PyObject *arg) {
+    NEED_DRIVER();
+    void *ptr;
+    if (as_handle(arg, &ptr)) return NULL;
+    CUdeviceptr dptr = 0;
+    CUresult err = cu.mem_host_get_device_pointer(&dptr, ptr, 0);
+    return Py_BuildValue("(iK)", err, dptr);
+}
+
+static PyObject *py_mem_alloc(PyObject *self, PyObject *arg) {
+    NEED_DRIVER();
+    size_t size = PyLong_AsSize_t(arg);
+    if (size == (size_t)-1 && PyErr_Occurred()) return NULL;
+    CUdeviceptr dptr = 0;
+    CUresult err = cu.mem_alloc(&dptr, size);
+    return Py_BuildValue("(iK)", err, dptr);
+}
+
+static PyObject *py_module_global(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    NEED_DRIVER();
+    void *module;
+    if (expect_args(nargs, 2, "module_global") || as_handle(args[0], &module)) return NULL;
+    const char *name = PyBytes_AsString(args[1]);
+    if (name == NULL) return NULL;
+    CUdeviceptr dptr = 0;
+    size_t size = 0;
+    CUresult err = cu.module_get_global(&dptr, &size, module, name);
+    return Py_BuildValue("(iKn)", err, dptr, (Py_ssize_t)size);
+}
+
+static PyObject *py_memcpy_htod(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    NEED_DRIVER();
+    if (expect_args(nargs, 2, "memcpy_htod")) return NULL;
+    unsigned long long dptr = PyLong_AsUnsignedLongLong(args[0]);
+    if (dptr == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    Py_buffer data;
+    if (PyObject_GetBuffer(args[1], &data, PyBUF_SIMPLE)) return NULL;
+    CUresult err;
+    Py_BEGIN_ALLOW_THREADS
+    err = cu.memcpy_htod((CUdeviceptr)dptr, data.buf, (size_t)data.len);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&data);
+    return Py_BuildValue("(i)", err);
+}
+
+static PyObject *py_ctx_synchronize(PyObject *self, PyObject *unused) {
+    NEED_DRIVER();
+    CUresult err;
+    Py_BEGIN_ALLOW_THREADS
+    err = cu.ctx_synchronize();
+    Py_END_ALLOW_THREADS
+    return Py_BuildValue("(i)", err);
+}
+
+static PyObject *py_stream_synchronize(PyObject *self, PyObject *arg) {
+    NEED_DRIVER();
+    void *stream;
+    if (as_handle(arg, &stream)) return NULL;
+    CUresult err;
+    Py_BEGIN_ALLOW_THREADS
+    err = cu.stream_synchronize((CUstream)stream);
+    Py_END_ALLOW_THREADS
+    return Py_BuildValue("(i)", err);
+}
+
 static PyObject *error_text(PyObject *arg, CUresult (*get)(CUresult, const char **)) {
     NEED_DRIVER();
     int code;
@@ -279,15 +374,17 @@ static void launcher_dealloc(Launcher *self) {
 
 static int launcher_init(Launcher *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"context", "function", "block_threads", "smem_bytes",
-                             "cluster_size", "codes", "offsets", "size", "pdl", NULL};
-    unsigned long long ctx, fn;
+                             "cluster_size", "codes", "offsets", "size", "pdl", "error_flag",
+                             NULL};
+    unsigned long long ctx, fn, error_flag = 0;
     unsigned int block, smem, cluster;
     const char *codes;
     Py_ssize_t n_codes, size;
     PyObject *offsets;
     int pdl = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "KKIIIs#On|p", kwlist, &ctx, &fn, &block, &smem,
-                                     &cluster, &codes, &n_codes, &offsets, &size, &pdl))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "KKIIIs#On|pK", kwlist, &ctx, &fn, &block,
+                                     &smem, &cluster, &codes, &n_codes, &offsets, &size, &pdl,
+                                     &error_flag))
         return -1;
     PyObject *seq = PySequence_Fast(offsets, "offsets must be a sequence");
     if (seq == NULL) return -1;
@@ -329,6 +426,7 @@ static int launcher_init(Launcher *self, PyObject *args, PyObject *kwds) {
     self->smem_bytes = smem;
     self->cluster_x = cluster;
     self->pdl = pdl;
+    self->error_flag = (const volatile unsigned int *)(uintptr_t)error_flag;
     self->n_params = n_codes;
     self->size = size;
     return 0;
@@ -463,6 +561,9 @@ static int as_dim(PyObject *o, unsigned int *out) {
 
 CUresult tc_launch_packed(Launcher *self, void *stream, unsigned int gx, unsigned int gy,
                           unsigned int gz, char *buf) {
+    /* One read of host memory: a kernel's device-side check failed, and the error is
+     * reported (by the caller's fail()) instead of making this launch. */
+    if (self->error_flag != NULL && *self->error_flag) return TC_PENDING_DEVICE_ERROR;
     void *stack_ptrs[64];
     void **ptrs = self->n_params <= 64 ? stack_ptrs
                                        : PyMem_Malloc(sizeof(void *) * self->n_params);
@@ -536,7 +637,8 @@ static PyObject *launcher_pack(Launcher *self, PyObject *values) {
 
 static PyMethodDef launcher_methods[] = {
     {"launch", (PyCFunction)(void (*)(void))launcher_launch, METH_FASTCALL,
-     "launch(stream, gx, gy, gz, values) -> CUresult: pack, make the context current, launch."},
+     "launch(stream, gx, gy, gz, values) -> CUresult: pack, make the context current, launch "
+     "(TC_PENDING_DEVICE_ERROR, without launching, while error_flag's word is set)."},
     {"pack", (PyCFunction)launcher_pack, METH_O,
      "pack(values) -> bytes: the parameter block as the kernel reads it."},
     {NULL, NULL, 0, NULL},
@@ -579,6 +681,20 @@ static PyMethodDef module_methods[] = {
     FAST("set_function_attribute", py_function_attribute,
          "set_function_attribute(function, attr, value) -> (CUresult,)"),
     {"error_string", py_error_string, METH_O, "error_string(code) -> (CUresult, str)"},
+    FAST("mem_host_alloc", py_mem_host_alloc,
+         "mem_host_alloc(size, flags) -> (CUresult, host pointer): page-locked host memory"),
+    {"mem_host_device_pointer", py_mem_host_device_pointer, METH_O,
+     "mem_host_device_pointer(host pointer) -> (CUresult, device pointer) of mapped memory"},
+    {"mem_alloc", py_mem_alloc, METH_O,
+     "mem_alloc(size) -> (CUresult, device pointer): device memory, not cleared"},
+    FAST("module_global", py_module_global,
+         "module_global(module, name: bytes) -> (CUresult, device pointer, size)"),
+    FAST("memcpy_htod", py_memcpy_htod,
+         "memcpy_htod(device pointer, data: bytes-like) -> (CUresult,)"),
+    {"ctx_synchronize", py_ctx_synchronize, METH_NOARGS,
+     "ctx_synchronize() -> (CUresult,): wait for the current context's work"},
+    {"stream_synchronize", py_stream_synchronize, METH_O,
+     "stream_synchronize(stream) -> (CUresult,): wait for the stream's work"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -598,7 +714,8 @@ PyMODINIT_FUNC PyInit__cudriver(void) {
         Py_DECREF(m);
         return NULL;
     }
-    if (tc_add_fast_launch(m) < 0) {
+    if (PyModule_AddIntConstant(m, "PENDING_DEVICE_ERROR", TC_PENDING_DEVICE_ERROR) < 0 ||
+        tc_add_fast_launch(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -53,7 +53,13 @@ typedef struct {
     Py_ssize_t n_params, size;
     char *codes;        /* one struct code per parameter */
     Py_ssize_t *offsets;
+    const volatile unsigned int *error_flag;  /* the device's error record's `ready` word
+                                                 (host-mapped, runtime/device_errors.py) */
 } Launcher;
+
+/* What a launch returns, without launching, while a device-side error is recorded and not yet
+ * reported (no CUresult has this value; runtime/driver.py PENDING_DEVICE_ERROR). */
+#define TC_PENDING_DEVICE_ERROR 0x40000001
 
 extern PyTypeObject LauncherType;
 
@@ -63,7 +69,8 @@ int tc_pack_values(Launcher *self, PyObject *const *values, const long long *raw
                    char *buf);
 
 /* Make the launcher's context current and launch with the packed parameters in
- * buf, releasing the GIL; the CUresult. */
+ * buf, releasing the GIL; the CUresult, or TC_PENDING_DEVICE_ERROR (nothing launched)
+ * while the device has an error to report. */
 CUresult tc_launch_packed(Launcher *self, void *stream, unsigned int gx, unsigned int gy,
                           unsigned int gz, char *buf);
 

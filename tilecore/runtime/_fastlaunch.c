@@ -303,8 +303,9 @@ static int cupy_flat(ArgSpec *s, PyObject *a, long long *n) {
  * values pushed (as integers: no Python objects). 1 ok, 0 guard failed. */
 static int finish_array(const ArgSpec *s, long long ptr, const long long *dims,
                         const long long *st, Gathered *g) {
-    for (int d = 0; d < s->ndim; d++)  /* tile code indexes with int32 (else the general path raises) */
-        if (dims[d] < 0 || dims[d] >= 2147483648LL) return 0;
+    for (int d = 0; d < s->ndim; d++)  /* int32 holds them (else a wide specialization) */
+        if (dims[d] < 0 || dims[d] >= 2147483648LL || st[d] <= -2147483648LL ||
+            st[d] >= 2147483648LL) return 0;
     int aligned = !(ptr & 15);
     for (int d = 0; d + 1 < s->ndim; d++) aligned = aligned && !((st[d] * s->itemsize) & 15);
     if (aligned != s->aligned) return 0;
@@ -513,7 +514,8 @@ static int layout_validated(FastLaunch *self, Gathered *g) {
     return found;
 }
 
-/* gx, gy, gz of a grid (the general normalizer for anything but (int,)); -1 on error. */
+/* gx, gy, gz of a grid (the general normalizer for anything but (int,)); -1 on error, 1 for
+ * an empty grid (a zero extent: left to the general path, which launches nothing). */
 static int grid_dims(FastLaunch *self, PyObject *grid, unsigned int dims[3]) {
     long long x = 0;
     if (PyTuple_CheckExact(grid) && PyTuple_GET_SIZE(grid) == 1 &&
@@ -525,9 +527,10 @@ static int grid_dims(FastLaunch *self, PyObject *grid, unsigned int dims[3]) {
     PyErr_Clear();
     PyObject *t = PyObject_CallOneArg(self->grid_fn, grid);
     if (t == NULL) return -1;
-    int ok = PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 3;
+    int ok = PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 3, empty = 0;
     for (int d = 0; ok && d < 3; d++) {
-        ok = exact_int(PyTuple_GET_ITEM(t, d), &x) && x > 0 && x <= UINT32_MAX;
+        ok = exact_int(PyTuple_GET_ITEM(t, d), &x) && x >= 0 && x <= UINT32_MAX;
+        empty |= x == 0;
         dims[d] = (unsigned int)x;
     }
     Py_DECREF(t);
@@ -535,7 +538,7 @@ static int grid_dims(FastLaunch *self, PyObject *grid, unsigned int dims[3]) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "grid normalizer gave no 3 ints");
         return -1;
     }
-    return 0;
+    return empty;
 }
 
 /* Remember which attribute of `type` holds its handle (a PyTorch stream's cuda_stream, a
@@ -624,7 +627,10 @@ static int fast_run(FastLaunch *self, PyObject *stream, PyObject *grid, PyObject
         unsigned int dims[3];
         unsigned long long handle;
         long err = -1;
-        if (!grid_dims(self, grid, dims) && !stream_value(self, stream, &handle))
+        int grid_state = grid_dims(self, grid, dims);
+        if (grid_state == 1)
+            err = r = 0;  /* an empty grid: the general path checks and launches nothing */
+        else if (!grid_state && !stream_value(self, stream, &handle))
             err = launch_values(self, handle, dims, &g);
         if (err > 0) {
             PyObject *f = PyObject_CallFunction(self->fail, "l(III)", err, dims[0], dims[1],

@@ -22,9 +22,11 @@ import numpy as np
 from ..errors import TileTypeError, TileValueError
 from ..language import dtypes as dt
 from ..language.dtypes import DType
+from .overlap import self_overlaps
 
 __all__ = ["DeviceArray", "as_device_array", "array_fields", "classify_arg", "check_same_device",
-           "check_no_overlap", "memory_extent"]
+           "check_no_overlap", "check_written_arrays", "check_writable", "overlap_message",
+           "memory_extent"]
 
 
 class DeviceArray(NamedTuple):
@@ -36,6 +38,7 @@ class DeviceArray(NamedTuple):
     strides: tuple[int, ...]
     dtype: DType
     device_id: int
+    readonly: bool = False  # the producer marks it read-only (CAI or DLPack flag)
 
     @property
     def itemsize(self) -> int:
@@ -156,7 +159,7 @@ def _extract_cai(obj, name: str) -> DeviceArray:
                                                                       dtype.itemsize)
     ptr = int(cai["data"][0])
     device = _pointer_device(ptr) if ptr else -1
-    return DeviceArray(ptr, shape, strides, dtype, device)
+    return DeviceArray(ptr, shape, strides, dtype, device, bool(cai["data"][1]))
 
 
 def _extract_dlpack(obj, name: str) -> DeviceArray:
@@ -167,7 +170,7 @@ def _extract_dlpack(obj, name: str) -> DeviceArray:
     shape = tuple(view.shape)
     strides = view.strides
     return DeviceArray(view.ptr, shape, _c_strides(shape) if strides is None else tuple(strides),
-                       _from_numpy(name, view.dtype), view.device_id)
+                       _from_numpy(name, view.dtype), view.device_id, bool(view.readonly))
 
 
 def _not_an_array(obj, name: str) -> DeviceArray:
@@ -222,7 +225,7 @@ def as_device_array(obj: Any, name: str) -> DeviceArray:
 
 # ---- the launch hot path: fields without building a DeviceArray ----------------
 
-Fields = tuple  # (ptr, shape, strides, dtype, device_id), the DeviceArray field order
+Fields = tuple  # (ptr, shape, strides, dtype, device_id[, readonly]), the DeviceArray field order
 
 
 def _fields_torch(obj, name: str) -> Fields:
@@ -356,16 +359,56 @@ def _rows_interleave(a: DeviceArray, b: DeviceArray) -> bool:
     return offset >= span_a and pitch - offset >= span_b
 
 
-def check_no_overlap(arrays: list[tuple[str, DeviceArray]]) -> None:
-    """TileValueError naming two arguments whose memory extents intersect.
-    Empty arrays never overlap; neither do views whose elements interleave
-    without sharing bytes (x[0::2] and x[1::2]), see `_interleaved`."""
+def overlap_message(name_a: str, name_b: str, writer: str, detail: str = "") -> str:
+    """The error text for two overlapping arguments, one of which (`writer`)
+    the kernel writes."""
+    return (f'Kernel arguments "{name_a}" and "{name_b}" overlap in memory{detail}, and the '
+            f'kernel writes "{writer}"; an array the kernel writes must share no memory with '
+            f"another argument")
+
+
+def check_writable(name: str, readonly: bool, shape: tuple, byte_strides: tuple,
+                   itemsize: int) -> None:
+    """ValueError unless the array `name`, which the kernel writes, is writable
+    and its elements are distinct (no stride-0 or folded view)."""
+    if readonly:
+        raise ValueError(f'Invalid kernel argument "{name}": the array is read-only, but the '
+                         f"kernel writes it; pass a writable array")
+    if self_overlaps(shape, byte_strides, itemsize):
+        strides = tuple(s // itemsize if s % itemsize == 0 else s / itemsize
+                        for s in byte_strides)
+        raise ValueError(f'Invalid kernel argument "{name}": its elements overlap one another '
+                         f"(shape {tuple(shape)}, strides {strides} in elements), but the "
+                         f"kernel writes it, so blocks would race for the shared elements; "
+                         f"pass an array whose elements are distinct (e.g. a copy)")
+
+
+def check_no_overlap(arrays: list[tuple[str, DeviceArray]],
+                     written: Optional[frozenset[str]] = None) -> None:
+    """TileValueError naming two arguments whose memory extents intersect, one
+    of which the kernel writes (any two when `written` is None). Empty arrays
+    never overlap; neither do views whose elements interleave without sharing
+    bytes (x[0::2] and x[1::2]), see `_interleaved`."""
     spans = sorted((memory_extent(a) + (name, a) for name, a in arrays if a.size),
                    key=lambda t: t[0])
     for i, (lo_a, hi_a, name_a, a) in enumerate(spans):
         for lo_b, hi_b, name_b, b in spans[i + 1:]:
             if lo_b >= hi_a:
                 break
+            if written is not None and name_a not in written and name_b not in written:
+                continue
             if not _interleaved(a, b):
-                raise TileValueError(f'Arguments "{name_a}" and "{name_b}" overlap in memory '
-                                 f"(bytes [{lo_a:#x}, {hi_a:#x}) and [{lo_b:#x}, {hi_b:#x}))")
+                detail = f" (bytes [{lo_a:#x}, {hi_a:#x}) and [{lo_b:#x}, {hi_b:#x}))"
+                if written is None:
+                    raise TileValueError(f'Arguments "{name_a}" and "{name_b}" overlap in '
+                                         f"memory{detail}")
+                raise TileValueError(overlap_message(name_a, name_b, name_a if name_a in
+                                                     written else name_b, detail))
+
+
+def check_written_arrays(arrays: list[tuple[str, DeviceArray]], written: frozenset[str]) -> None:
+    """`check_writable` for each device array the kernel writes."""
+    for name, a in arrays:
+        if name in written:
+            item = a.dtype.itemsize
+            check_writable(name, a.readonly, a.shape, tuple(s * item for s in a.strides), item)

@@ -7,10 +7,12 @@ either implementation are interchangeable.
 """
 from __future__ import annotations
 
+import ctypes
 import threading
 from types import ModuleType
 from typing import Any, Optional
 
+from .driver import PENDING_DEVICE_ERROR
 from .params import ParamBuffer
 
 __all__ = ["BindingsDriver", "BindingsLauncher"]
@@ -83,11 +85,32 @@ class BindingsDriver:
             return (err or 1, "")
         return (0, text.decode() if isinstance(text, bytes) else str(text))
 
+    def mem_host_alloc(self, size: int, flags: int) -> tuple:
+        return _ints(self.drv.cuMemHostAlloc(size, flags))
+
+    def mem_host_device_pointer(self, host_ptr: int) -> tuple:
+        return _ints(self.drv.cuMemHostGetDevicePointer(host_ptr, 0))
+
+    def mem_alloc(self, size: int) -> tuple:
+        return _ints(self.drv.cuMemAlloc(size))
+
+    def module_global(self, module: int, name: bytes) -> tuple:
+        return _ints(self.drv.cuModuleGetGlobal(module, name))
+
+    def memcpy_htod(self, dptr: int, data: Any) -> tuple:
+        return self.drv.cuMemcpyHtoD(dptr, data, len(data))
+
+    def ctx_synchronize(self) -> tuple:
+        return self.drv.cuCtxSynchronize()
+
+    def stream_synchronize(self, stream: int) -> tuple:
+        return self.drv.cuStreamSynchronize(stream)
+
     def Launcher(self, context: int, function: int, block_threads: int,  # noqa: N802
                  smem_bytes: int, cluster_size: int, codes: str, offsets: tuple,
-                 size: int, pdl: bool = False) -> "BindingsLauncher":
+                 size: int, pdl: bool = False, error_flag: int = 0) -> "BindingsLauncher":
         return BindingsLauncher(self.drv, context, function, block_threads, smem_bytes,
-                                cluster_size, codes, pdl)
+                                cluster_size, codes, pdl, error_flag)
 
 
 class BindingsLauncher:
@@ -95,8 +118,11 @@ class BindingsLauncher:
     the same interface as `_cudriver.Launcher`."""
 
     def __init__(self, drv: ModuleType, context: int, function: int, block_threads: int,
-                 smem_bytes: int, cluster_size: int, codes: str, pdl: bool = False):
+                 smem_bytes: int, cluster_size: int, codes: str, pdl: bool = False,
+                 error_flag: int = 0):
         self.drv = drv
+        # the device's error record's `ready` word (runtime/device_errors.py)
+        self._error = ctypes.c_uint32.from_address(error_flag) if error_flag else None
         self.context = context
         self.function = function
         self.block_threads = block_threads
@@ -142,7 +168,10 @@ class BindingsLauncher:
             return self.params.raw()
 
     def launch(self, stream: int, gx: int, gy: int, gz: int, values: tuple) -> int:
-        """Make the context current, pack `values` and launch; the CUresult."""
+        """Make the context current, pack `values` and launch; the CUresult
+        (PENDING_DEVICE_ERROR, launching nothing, while the error flag is set)."""
+        if self._error is not None and self._error.value:
+            return PENDING_DEVICE_ERROR
         drv = self.drv
         err, ctx = drv.cuCtxGetCurrent()
         if err or int(ctx) != self.context:

@@ -28,7 +28,8 @@ __all__ = ["NoDeviceError", "CudaError", "DriverAPI", "driver", "check", "has_gp
            "DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR",
            "DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
            "FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES",
-           "FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT"]
+           "FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT", "MEMHOSTALLOC_DEVICEMAP",
+           "PENDING_DEVICE_ERROR"]
 
 # Enumerator values from cuda.h (stable across CUDA versions).
 DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
@@ -37,6 +38,12 @@ DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
 DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
 FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9  # percent of the most shared memory
+MEMHOSTALLOC_DEVICEMAP = 0x02  # cuMemHostAlloc: map the memory into the device's address space
+
+# What a Launcher's launch returns, launching nothing, while its device's error record
+# holds a device-side error not yet reported (runtime/device_errors.py). No CUresult has
+# this value; _cudriver.h's TC_PENDING_DEVICE_ERROR is the same.
+PENDING_DEVICE_ERROR = 0x40000001
 
 LIBCUDA = "libcuda.so.1"
 
@@ -82,14 +89,24 @@ class DriverAPI(Protocol):
     def module_function(self, module: int, name: bytes) -> tuple: ...
     def set_function_attribute(self, function: int, attr: int, value: int) -> tuple: ...
     def error_string(self, code: int) -> tuple: ...
+    def mem_host_alloc(self, size: int, flags: int) -> tuple: ...
+    def mem_host_device_pointer(self, host_ptr: int) -> tuple: ...
+    def mem_alloc(self, size: int) -> tuple: ...  # (err, dptr): device memory, not cleared
+    def module_global(self, module: int, name: bytes) -> tuple: ...  # (err, dptr, size)
+    def memcpy_htod(self, dptr: int, data: Any) -> tuple: ...  # data: any bytes-like object
+    def ctx_synchronize(self) -> tuple: ...
+    def stream_synchronize(self, stream: int) -> tuple: ...
 
     def Launcher(self, context: int, function: int, block_threads: int, smem_bytes: int,  # noqa: N802
                  cluster_size: int, codes: str, offsets: tuple, size: int,
-                 pdl: bool = False) -> Any:
+                 pdl: bool = False, error_flag: int = 0) -> Any:
         """An object whose `launch(stream, gx, gy, gz, values) -> CUresult` packs
         `values` with the struct `codes` at `offsets`, makes `context` current
         and launches; `pack(values) -> bytes` returns the packed block. `pdl`
-        launches with programmatic dependent launch (see runtime/launch.py)."""
+        launches with programmatic dependent launch (see runtime/launch.py).
+        `error_flag` is the address of a 32-bit word in host memory (0: none);
+        while it is not zero, `launch` launches nothing and returns
+        PENDING_DEVICE_ERROR (see runtime/device_errors.py)."""
 
 
 _NO_DEVICE_HINT = ("The NumPy interpreter (NumPy arrays as arguments, or TILECORE_INTERPRET=1) "

@@ -6,7 +6,9 @@ Per launch `LoadedKernel.launch` makes one call into the driver API's
 on the stack, makes the device's primary context current when it is not,
 and calls cuLaunchKernel, or cuLaunchKernelEx for thread-block clusters and
 programmatic dependent launch, with the GIL released). Driver errors become
-`TileLaunchError` naming the kernel and saying what usually causes them.
+`TileLaunchError` naming the kernel and saying what usually causes them; a
+device-side error an earlier kernel recorded (runtime/device_errors.py) is
+raised instead of launching.
 
 Programmatic dependent launch (PDL, sm_90+): without it a grid's blocks start
 only after the previous grid in the stream has completed, so the SMs idle
@@ -20,16 +22,17 @@ so results are the same as with plain stream order.
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import Any, Optional, Sequence
 
 from ..errors import TileLaunchError
+from . import device_errors
 from .device import Device
 from .driver import FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, \
-    FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, CudaError, check, driver, \
-    error_name
+    FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, PENDING_DEVICE_ERROR, CudaError, check, \
+    driver, error_name
 from .params import param_offsets
 
-__all__ = ["LoadedKernel", "launch_error", "DEFAULT_SMEM_LIMIT"]
+__all__ = ["LoadedKernel", "launch_error", "error_hint", "DEFAULT_SMEM_LIMIT"]
 
 DEFAULT_SMEM_LIMIT = 48 * 1024  # dynamic shared memory a kernel gets without opting in
 
@@ -59,13 +62,19 @@ _HINTS = {
 }
 
 
+def error_hint(name: str) -> Optional[str]:
+    """What usually causes the CUDA error `name` ("CUDA_ERROR_INVALID_VALUE"),
+    when there is a known cause."""
+    return _HINTS.get(name)
+
+
 def launch_error(kernel: str, code: Any, what: str = "Launch",
                  detail: str = "") -> TileLaunchError:
     """The TileLaunchError for CUresult `code` while doing `what` with
     `kernel`; `detail` describes the configuration (grid, block, ...)."""
     name = error_name(code)
     msg = f'{what} of kernel "{kernel}" failed with {name}'
-    hint = _HINTS.get(name)
+    hint = error_hint(name)
     if hint:
         msg += f": {hint}"
     if detail:
@@ -78,11 +87,15 @@ class LoadedKernel:
     `small_l1` asks the driver for the largest shared-memory carveout, leaving
     L1 at its smallest (for kernels whose blocks each read data of their own);
     `pdl` launches with programmatic dependent launch (for kernels that wait for
-    the previous grid themselves, see above)."""
+    the previous grid themselves, see above). `checks` are the kernel's
+    run-time checks (`CompiledKernel.checks`): a kernel with any is connected
+    to its device's error record (runtime/device_errors.py). Every launcher
+    reads that record's flag and launches nothing while it is set: `fail`
+    then raises the recorded error."""
 
     def __init__(self, cubin: bytes, entry: str, block_threads: int, smem_bytes: int,
                  param_format: str, cluster_size: int, name: str, device: Device,
-                 small_l1: bool = False, pdl: bool = False):
+                 small_l1: bool = False, pdl: bool = False, checks: Sequence = ()):
         self.name = name
         self.device = device
         self.block_threads = block_threads
@@ -105,13 +118,18 @@ class LoadedKernel:
             if small_l1:
                 check(api.set_function_attribute(
                     function, FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100))
+            errors = device_errors.errors_for(device)
+            if checks:
+                device_errors.connect(module, errors, name, checks)
         except CudaError as e:
             raise launch_error(name, e.code, "Loading",
                                f"entry {entry!r} on {device.name}, {device.arch}") from None
         self.module, self.function = module, function
+        self.errors = errors
         self.launcher = api.Launcher(device.context, function, block_threads, smem_bytes,
                                      max(cluster_size, 1), param_format[1:], offsets,
-                                     struct.calcsize(param_format), pdl=pdl)
+                                     struct.calcsize(param_format), pdl=pdl,
+                                     error_flag=errors.flag)
         self.pdl = pdl
         self._launch = self.launcher.launch
 
@@ -124,7 +142,11 @@ class LoadedKernel:
             self.fail(err, grid)
 
     def fail(self, err: int, grid: tuple[int, int, int]) -> None:
-        """Raise the TileLaunchError for launch result `err` over `grid`."""
+        """Raise the error for launch result `err` over `grid`: the device-side
+        error an earlier kernel recorded (PENDING_DEVICE_ERROR: this launch was
+        not made), else the TileLaunchError."""
+        if err == PENDING_DEVICE_ERROR:
+            raise self.errors.pending_error(self.name)
         raise launch_error(self.name, err, detail=self._describe(grid))
 
     def _describe(self, grid: tuple[int, int, int]) -> str:

@@ -58,6 +58,7 @@ class Ctx:
     headers: set[str] = field(default_factory=set)
     smem_bytes: int = 0
     slots: int = 0  # block reductions emitted so far (each has its own partials)
+    checks: list = field(default_factory=list)  # run-time checks (rules_control.DeviceCheck)
     frames: list[Frame] = field(default_factory=list)
     emit_block: Callable[["Ctx", Block], None] = None  # set by codegen
     depth: int = 1

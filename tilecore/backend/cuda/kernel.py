@@ -1,9 +1,10 @@
 """generate(): a typed IR Function -> one complete CUDA C++ translation unit.
 
 Kernel ABI: `extern "C" __global__ void tc_<name>(...)` with, per Python
-parameter in order, for an array of rank N: the data pointer, N int32 dims,
-N int64 strides (in elements); for a scalar: its value in its exact dtype
-(16-bit floats and 8/4-bit formats as raw bits). Dynamic shared memory of
+parameter in order, for an array of rank N: the data pointer, N int32 dims
+(int64 for an array specialized with 64-bit indices), N int64 strides (in
+elements); for a scalar: its value in its exact dtype (16-bit floats and
+8/4-bit formats as raw bits). Dynamic shared memory of
 `smem_bytes` must be passed at launch; the block is 1-D of `block_threads`.
 The body starts with `tc::wait_for_prior_grid()`, which makes every kernel safe
 to launch with programmatic dependent launch (runtime/launch.py).
@@ -16,6 +17,7 @@ from typing import Sequence
 
 from ...ir.block_reuse import streams
 from ...ir.core import Function
+from ...ir.effects import written_params
 from ...ir.types import ArrayType
 from ...language.dtypes import DType
 from .cnames import scalar_format
@@ -90,6 +92,7 @@ class GeneratedKernel:
     param_format: str
     params: list[ParamSlot]
     streams: bool = False  # each block reads its own data (ir/block_reuse.py)
+    checks: tuple = ()  # run-time checks by index (rules_control.DeviceCheck)
 
 
 _RAW_BITS = {"float16": "__ushort_as_half", "bfloat16": "__ushort_as_bfloat16"}
@@ -98,7 +101,7 @@ _RAW_BITS = {"float16": "__ushort_as_half", "bfloat16": "__ushort_as_bfloat16"}
 def _signature(fn: Function, arrays: dict[int, ArraySpec], ctx: Ctx):
     """C++ parameters, body prologue lines and the ParamSlots."""
     decls, prologue, slots = [], [], []
-    written = {op.operands[0].id for op in fn.walk() if op.name in ("store", "scatter")}
+    written = written_params(fn)
     for p in fn.params:
         t = p.value.type
         base = f"arg{p.index}"
@@ -112,11 +115,14 @@ def _signature(fn: Function, arrays: dict[int, ArraySpec], ctx: Ctx):
             # Array arguments never overlap (checked at launch), so every pointer is
             # __restrict__; one the kernel never writes is also const, which lets the
             # compiler use the read-only data path (ld.global.nc).
-            const = "" if p.value.id in written else "const "
-            decls += [f"{const}{ct}* __restrict__ {arr.ptr}"] + [f"int {d}" for d in arr.dims]
+            const = "" if p.index in written else "const "
+            wide = t.index_dtype.bits == 64
+            dim_type, dim_code = ("long long", "q") if wide else ("int", "i")
+            decls += [f"{const}{ct}* __restrict__ {arr.ptr}"]
+            decls += [f"{dim_type} {d}" for d in arr.dims]
             decls += [f"long long {s}" for s in arr.strides]
             slots.append(ParamSlot(p.index, p.name, "array", t.dtype, t.ndim,
-                                   "Q" + "i" * t.ndim + "q" * t.ndim))
+                                   "Q" + dim_code * t.ndim + "q" * t.ndim))
             continue
         ct = ctx.uses(t.dtype)
         fmt = scalar_format(t.dtype)
@@ -164,7 +170,7 @@ def generate(fn: Function, arrays: dict[int, ArraySpec], options: CodegenOptions
     return GeneratedKernel(
         source="\n".join(src), entry=entry, block_threads=threads,
         smem_bytes=ctx.smem_bytes, param_format="@" + "".join(s.format for s in slots),
-        params=slots, streams=streams(fn))
+        params=slots, streams=streams(fn), checks=tuple(ctx.checks))
 
 
 def with_min_blocks(gen: GeneratedKernel, min_blocks: int) -> GeneratedKernel:

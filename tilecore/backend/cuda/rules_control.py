@@ -2,13 +2,33 @@
 replicated in every thread, so all threads take the same path (tile ops may
 contain __syncthreads()). Region results and loop-carried values are mutable
 C++ variables declared before the construct; terminators assign them (through
-temporaries, since a yield may permute carried values) and jump."""
+temporaries, since a yield may permute carried values) and jump.
+
+A `for` whose step is known only at run time checks it first, as Python's
+range() does: a step that is not positive ends the launch with a device error
+(include/tilecore/errors.cuh, runtime/device_errors.py) that names the loop."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from ...errors import Loc
 from ...ir.core import Op, Value
 from .emit import Ctx, Frame
 
-__all__ = ["RULES"]
+__all__ = ["RULES", "DeviceCheck", "RANGE_STEP_MESSAGE"]
+
+# The interpreter raises the same text (interpreter/control.py).
+RANGE_STEP_MESSAGE = "The step of range() must be strictly positive, got {value}"
+
+
+@dataclass(frozen=True)
+class DeviceCheck:
+    """A check the kernel makes at run time; its index in the kernel's table
+    is what a failing block reports. `message` is formatted with the
+    offending `value`; `loc` is the kernel line that failed."""
+
+    message: str
+    loc: Loc | None
 
 
 def _declare_vars(ctx: Ctx, values, inits=None) -> list[str]:
@@ -51,9 +71,23 @@ def _if(ctx: Ctx, op: Op) -> None:
     ctx.close()
 
 
+def _check_step(ctx: Ctx, op: Op, step: Value) -> None:
+    """End the launch with a device error when a run-time step is not positive
+    (the front end refuses constant ones). The step is a scalar, the same in
+    every thread, so the whole block returns together."""
+    if ctx.constants.get(step.id, 0) > 0:
+        return
+    ctx.headers.add("tilecore/errors.cuh")
+    index = len(ctx.checks)
+    ctx.checks.append(DeviceCheck(RANGE_STEP_MESSAGE, op.loc))
+    s = ctx.scalar(step)
+    ctx.line(f"if ({s} <= 0) {{ tc::report_error({index}u, (long long){s}); return; }}")
+
+
 def _for(ctx: Ctx, op: Op) -> None:
     lb, ub, step, *init = op.operands
     body = op.regions[0]
+    _check_step(ctx, op, step)
     carried = _declare_vars(ctx, op.results, init)
     for arg, name in zip(body.args[1:], carried):
         ctx.names[arg.id] = name

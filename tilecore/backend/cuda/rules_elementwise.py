@@ -31,13 +31,25 @@ def _num_blocks(ctx: Ctx, op: Op) -> None:
 
 def _array_dim(ctx: Ctx, op: Op) -> None:
     arr = ctx.arrays[op.operands[0].id]
-    ctx.line(f"const tc::Frag<int, 1> {ctx.name(op.result)} = {{{{{arr.dims[op.attrs['axis']]}}}}};")
+    ct = ctx.uses(op.result.type.dtype)
+    ctx.line(f"const tc::Frag<{ct}, 1> {ctx.name(op.result)} = {{{{{arr.dims[op.attrs['axis']]}}}}};")
 
 
 def _array_stride(ctx: Ctx, op: Op) -> None:
+    """A stride parameter is 64-bit; int32 holds it unless the array is wide
+    (the launch checks)."""
     arr = ctx.arrays[op.operands[0].id]
-    ctx.line(f"const tc::Frag<int, 1> {ctx.name(op.result)} = "
-             f"{{{{(int){arr.strides[op.attrs['axis']]}}}}};")
+    ct = ctx.uses(op.result.type.dtype)
+    ctx.line(f"const tc::Frag<{ct}, 1> {ctx.name(op.result)} = "
+             f"{{{{({ct}){arr.strides[op.attrs['axis']]}}}}};")
+
+
+def element_arg(ctx: Ctx, v) -> str:
+    """C++ expression of this thread's k-th element of tile `v` as held in its
+    fragment (a packed 16-bit load, see rules_memory._load, unpacked to float)."""
+    if v.id in ctx.packed:
+        return f"tc::unpack_float({ctx.name(v)}, k)"
+    return f"{ctx.name(v)}.v[k]"
 
 
 def _elementwise(ctx: Ctx, op: Op, expr: str, need_e: bool = False) -> None:

@@ -29,8 +29,11 @@ class _TileAccess:
     def emit_base(self, index_ops) -> None:
         """Declare o{k}, the tile's first array coordinate on each tile axis."""
         for k, v in enumerate(index_ops):
-            self.ctx.line(f"const long long o{k} = (long long){self.ctx.scalar(v)} * "
-                          f"{self.steps[k]};")
+            index = self.ctx.scalar(v)
+            if v.type.dtype.bits == 64:  # the product may overflow: clamped far outside
+                self.ctx.line(f"const long long o{k} = tc::tile_origin<{self.steps[k]}>({index});")
+            else:
+                self.ctx.line(f"const long long o{k} = (long long){index} * {self.steps[k]};")
 
     def vector_width(self) -> int:
         """Elements per vector access (1: scalar accesses only)."""

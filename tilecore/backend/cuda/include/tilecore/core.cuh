@@ -45,6 +45,16 @@ __device__ __forceinline__ int elem(int k) {
   return ((k / V) * T + (int)threadIdx.x) * V + (k % V);
 }
 
+// First array coordinate of a tile addressed by a 64-bit tile index:
+// index * step, clamped to +-2^62 (beyond every array) where the product would
+// overflow, so that no wrapped product lands inside the array.
+template <long long STEP>
+__device__ __forceinline__ long long tile_origin(long long index) {
+  constexpr long long kFar = 1LL << 62;
+  constexpr long long kLimit = kFar / STEP;
+  return index > kLimit ? kFar : index < -kLimit ? -kFar : index * STEP;
+}
+
 // Storage-only number formats (no arithmetic): raw codes and a tf32 container.
 struct f8e4m3 { unsigned char bits; };
 struct f8e5m2 { unsigned char bits; };
