@@ -12,7 +12,25 @@ from dataclasses import dataclass
 from typing import Optional
 
 __all__ = ["Loc", "TileError", "TileSyntaxError", "TileTypeError", "TileValueError",
-           "TileCompileError", "TileLaunchError", "TileRuntimeError", "OutOfBoundsTileWarning"]
+           "TileCompileError", "TileLaunchError", "TileRuntimeError", "register_source",
+           "source_line", "OutOfBoundsTileWarning"]
+
+# The lines tile code was compiled from, per file (the front end captures a
+# kernel's source at import; the file may have been edited since).
+_SOURCES: dict[str, list[str]] = {}
+
+
+def register_source(filename: str, lines: list[str]) -> None:
+    """Show `lines` as the text of `filename` in error frames."""
+    _SOURCES[filename] = lines
+
+
+def source_line(filename: str, line: int) -> str:
+    """Line `line` (1-based) of `filename` as tile code was compiled from it."""
+    lines = _SOURCES.get(filename)
+    if lines is None:
+        return linecache.getline(filename, line)
+    return lines[line - 1] if 1 <= line <= len(lines) else ""
 
 
 @dataclass(frozen=True)
@@ -40,7 +58,7 @@ class Loc:
         for loc in reversed(chain):
             parts.append(f'  File "{loc.filename}", line {loc.line}, '
                          f'col {loc.col + 1}, in {loc.function}:')
-            src = linecache.getline(loc.filename, loc.line).rstrip("\n")
+            src = source_line(loc.filename, loc.line).rstrip("\n")
             if src:
                 stripped = src.lstrip()
                 indent = len(src) - len(stripped)
@@ -76,7 +94,7 @@ class TileSyntaxError(TileError, SyntaxError):
         if loc is None:
             SyntaxError.__init__(self, message)
         else:
-            text = linecache.getline(loc.filename, loc.line) or None
+            text = source_line(loc.filename, loc.line) or None
             SyntaxError.__init__(self, message, (loc.filename, loc.line, loc.col + 1, text))
         self.message = message
         self.loc = loc

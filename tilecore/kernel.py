@@ -11,6 +11,8 @@ import inspect
 import typing
 from typing import Any, Callable, Optional
 
+from .frontend.deep import run_deep
+from .frontend.source import capture
 from .frontend.specialize import ArgKind, ConstArg, arg_key, lower_kernel
 from .ir.core import Function
 from .ir.passes import run_pipeline
@@ -27,6 +29,7 @@ class Kernel:
         if not inspect.isfunction(pyfunc):
             raise TypeError(f"@tilecore.kernel expects a function, got {type(pyfunc).__name__}")
         self.pyfunc = pyfunc
+        capture(pyfunc)   # compile the function as imported, whatever happens to its file
         self.options = options
         self.signature = inspect.signature(pyfunc)
         for p in self.signature.parameters.values():
@@ -59,7 +62,7 @@ class Kernel:
         key = tuple(arg_key(k) for k in kinds)
         fn = self._ir.get(key)
         if fn is None:
-            fn = run_pipeline(lower_kernel(self.pyfunc, kinds))
+            fn = run_deep(lambda: run_pipeline(lower_kernel(self.pyfunc, kinds)))
             self._ir[key] = fn
         return fn
 
@@ -69,6 +72,7 @@ class TileFunction:
 
     def __init__(self, pyfunc: Callable, host: bool, tile: bool):
         self.pyfunc = pyfunc
+        capture(pyfunc)
         self.host = host
         self.tile = tile
         functools.update_wrapper(self, pyfunc)

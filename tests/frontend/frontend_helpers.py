@@ -2,15 +2,19 @@
 catch a compile error and check its message and location."""
 from __future__ import annotations
 
+import importlib.util
 import linecache
 import re
+import sys
+import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tilecore as ct
 
-__all__ = ["run", "expect_error", "line_of", "RNG"]
+__all__ = ["run", "expect_error", "line_of", "RNG", "write_module", "import_module"]
 
 RNG = np.random.default_rng(1234)
 
@@ -47,3 +51,19 @@ def expect_error(kernel, args, cls, message: str, marker: str = None, grid=(1,))
         assert frame[i + 1].strip() == linecache.getline(filename, line).strip()
         assert re.fullmatch(r" *\^+", frame[i + 2]), frame[i + 2]
     return err
+
+
+def write_module(path: Path, text: str) -> Path:
+    """Write `text` (dedented) to `path`; returns the path."""
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def import_module(path: Path, name: str):
+    """Import the file `path` as module `name` with Python's standard source
+    loader (as `import` does; pytest's assertion rewriting is not involved)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -136,6 +136,23 @@ def test_grid_and_stream_errors_match_the_general_path(native):
     assert rec.calls == []
 
 
+def test_written_arrays_must_have_distinct_elements(native):
+    """An output view whose elements overlap (stride 0, folded) takes the general
+    path, which refuses it; inputs may be such views."""
+    key = ((D.float32, 1, True, True, True, False), (D.float32, 2, False, False, True, False))
+    rec = Recorder()
+    x, out = FakeTensor(0x1000, (64,), (1,)), FakeTensor(0x2004, (4, 8), (16, 2))
+    fast = make_fast_launch(key, (x, out), 0, {}, rec, rec.fail, native=native,
+                            written=frozenset({1}))
+    assert fast(None, (1,), (x, out)) is True
+    for bad in (FakeTensor(0x2004, (4, 8), (0, 2)), FakeTensor(0x2004, (4, 8), (2, 2)),
+                FakeTensor(0x2004, (4, 8), (16, 0))):
+        assert fast(None, (1,), (x, bad)) is False
+    assert fast(None, (1,), (x, FakeTensor(0x2004, (4, 8), (2, 8)))) is True   # transposed
+    assert fast(None, (1,), (FakeTensor(0x1000, (64,), (0,)), out)) is False  # unit-stride guard
+    assert len(rec.calls) == 2
+
+
 def test_wide_arrays_have_no_fast_launcher(native):
     """Arrays past int32 take the general path (their kernels run for milliseconds)."""
     key = ((D.float32, 1, True, True, True, True),)

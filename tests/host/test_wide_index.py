@@ -219,3 +219,16 @@ def test_gpu_whole_copy_past_int32():
     assert int(cp.count_nonzero(b == 2)) == n
     del a, b
     cp.get_default_memory_pool().free_all_blocks()
+
+
+def test_huge_constants_are_errors_not_raw_exceptions():
+    @ct.kernel
+    def dtype_of_huge(out, C: ct.Constant[int]):
+        x = 2**70
+        ct.store(out, index=(0,), tile=ct.full((1,), C, x.dtype))
+
+    out = np.zeros(1, np.int64)
+    with pytest.raises(ct.TileTypeError, match="Invalid constant"):
+        ct.launch(None, (1,), dtype_of_huge, (out, 1))
+    with pytest.raises(ct.TileError):   # a 5000-digit Constant: refused by the folder, not repr()
+        ct.launch(None, (1,), dtype_of_huge, (out, 10**5000))

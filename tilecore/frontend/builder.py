@@ -1,5 +1,6 @@
-"""Builds typed IR: fresh values, op emission into the current block, and the
-typing rules of the language (promotion, broadcasting, constant folding).
+"""Builds typed IR: fresh values, op emission into the current block (with the
+bound on tile sizes), and the typing rules of the language (promotion,
+broadcasting; constant folding itself is in `folding`).
 
 Every implicit conversion the language performs happens here, so IR ops
 always see operands of one dtype and one shape, as `ir/ops.py` promises.
@@ -8,19 +9,30 @@ from __future__ import annotations
 
 import math
 import operator
+import reprlib
 from contextlib import contextmanager
 from typing import Any, Optional, Sequence
-
-import numpy as np
 
 from ..errors import Loc, TileTypeError, TileValueError
 from ..ir.core import Block, Op, Value
 from ..ir.types import ArrayType, TileType
 from ..language import dtypes as D
 from ..language.dtypes import DType
+from . import folding
+from .folding import convert_const, fmt_number
 from .values import Const, FrontVal, TupleVal
 
-__all__ = ["Builder", "broadcast_shapes", "is_pow2"]
+__all__ = ["Builder", "broadcast_shapes", "is_pow2", "MAX_TILE_ELEMENTS", "MAX_TILE_RANK"]
+
+# The most elements a tile may have. Every element of a tile lives in the
+# registers (or the stack) of one block's threads, each thread's share fully
+# unrolled: NVRTC's time grows about 3x per doubling beyond 2**17 elements
+# (a load/add/store kernel, sm_90, 2 cores: 2**16 0.4 s, 2**17 1.3 s, 2**18 3.4 s,
+# 2**19 9.9 s, 2**20 37 s). 2**18 admits every tile real kernels use (256x256
+# accumulators are 2**16) and keeps compiles of such kernels to seconds.
+MAX_TILE_ELEMENTS = 2**18
+# The most dimensions a tile may have (NumPy 1 arrays have at most 32).
+MAX_TILE_RANK = 32
 
 _BINARY_SYMBOL = {
     "add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
@@ -28,13 +40,6 @@ _BINARY_SYMBOL = {
     "minimum": "minimum()", "maximum": "maximum()", "atan2": "atan2()",
 }
 _COMPARE_SYMBOL = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-_PY_BINARY = {
-    "add": operator.add, "sub": operator.sub, "mul": operator.mul,
-    "truediv": operator.truediv, "floordiv": operator.floordiv, "mod": operator.mod,
-    "pow": operator.pow, "bitand": operator.and_, "bitor": operator.or_,
-    "bitxor": operator.xor, "lshift": operator.lshift, "rshift": operator.rshift,
-    "minimum": min, "maximum": max, "atan2": math.atan2,
-}
 _PY_COMPARE = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
                "gt": operator.gt, "ge": operator.ge}
 _BITWISE = ("bitand", "bitor", "bitxor", "lshift", "rshift")
@@ -59,22 +64,17 @@ def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...], loc: Optional[Loc] 
     return tuple(out)
 
 
-def _fold_typed(fn, dtype: DType, *values):
-    """Evaluate `fn` on NumPy scalars of `dtype` the way the tile ops would (wrapping)."""
-    with np.errstate(all="ignore"):
-        arrs = [np.asarray(v).astype(dtype.numpy_dtype) for v in values]
-        if dtype.numpy_dtype.itemsize < 4 and dtype.is_float or dtype is D.tfloat32:
-            arrs = [a.astype(np.float32) for a in arrs]
-        out = fn(*arrs)
-    return out
-
-
 class Builder:
     """Owns the value counter and the stack of blocks ops are appended to."""
 
     def __init__(self) -> None:
         self.next_id = 0
         self.blocks: list[Block] = []
+        self.call_name: Optional[str] = None   # the tile-code call being lowered, for errors
+        # Block arguments of loop-carried variables whose type a loop decides (they
+        # entered it, or an enclosing loop, as loosely typed constants) -> (that
+        # loop's frame, index): found by identity from inlined functions.
+        self.loose_args: dict[Value, tuple] = {}
 
     # --- structure -------------------------------------------------------------------
     def new_value(self, type, hint: str = "") -> Value:
@@ -94,9 +94,37 @@ class Builder:
     def current(self) -> Block:
         return self.blocks[-1]
 
+    @contextmanager
+    def calling(self, name: Optional[str]):
+        """Name the ops emitted inside after the tile-code call `name` (None while
+        an inlined function's body is lowered)."""
+        saved, self.call_name = self.call_name, name
+        try:
+            yield
+        finally:
+            self.call_name = saved
+
+    def check_tile_size(self, dtype: DType, shape: tuple[int, ...], what: str,
+                        loc: Optional[Loc]) -> None:
+        """TileValueError if a tile of `shape` would exceed `MAX_TILE_ELEMENTS` or
+        `MAX_TILE_RANK`."""
+        if len(shape) > MAX_TILE_RANK:
+            raise TileValueError(f"{what} would make a tile of {dtype.name} with {len(shape)} "
+                                 f"dimensions; a tile has at most {MAX_TILE_RANK}", loc)
+        size = math.prod(shape)
+        if size > MAX_TILE_ELEMENTS:
+            dims = ", ".join(fmt_number(d) for d in shape) + ("," if len(shape) == 1 else "")
+            raise TileValueError(f"{what} would make a tile of {dtype.name} with shape ({dims}), "
+                                 f"{fmt_number(size)} elements; a tile holds at most "
+                                 f"{MAX_TILE_ELEMENTS} (2**18) elements (use more blocks or loop "
+                                 f"over smaller tiles)", loc)
+
     def emit(self, name: str, operands: Sequence[Value], result_types: Sequence,
              attrs: Optional[dict] = None, regions: Sequence[Block] = (),
              loc: Optional[Loc] = None) -> Op:
+        for t in result_types:
+            if isinstance(t, TileType):
+                self.check_tile_size(t.dtype, t.shape, self._what(name, attrs), loc)
         results = tuple(self.new_value(t) for t in result_types)
         op = Op(name, tuple(operands), results, dict(attrs or {}), tuple(regions), loc)
         self.current.ops.append(op)
@@ -106,10 +134,23 @@ class Builder:
               loc: Optional[Loc] = None) -> Value:
         return self.emit(name, operands, (result_type,), attrs, (), loc).result
 
+    def _named(self, default: str) -> str:
+        """The tile-code call being lowered, else `default`, for error messages."""
+        return f"{self.call_name}()" if self.call_name is not None else default
+
+    def _what(self, name: str, attrs: Optional[dict]) -> str:
+        """The user's name for an IR op in error messages."""
+        fn = (attrs or {}).get("fn")
+        if name == "binary" and fn in _BINARY_SYMBOL:
+            return self._named(f"Operator '{_BINARY_SYMBOL[fn]}'")
+        if name == "compare" and fn in _COMPARE_SYMBOL:
+            return self._named(f"Comparison '{_COMPARE_SYMBOL[fn]}'")
+        return self._named({"iota": "arange()", "unary": f"{fn}()"}.get(name, f"{name}()"))
+
     # --- constants -----------------------------------------------------------------------
     def constant(self, value: Any, dtype: DType, loc: Optional[Loc] = None) -> Value:
-        return self.emit1("constant", (), TileType(dtype, ()), {"value": _py_value(value, dtype)},
-                          loc)
+        return self.emit1("constant", (), TileType(dtype, ()),
+                          {"value": convert_const(value, dtype, loc)}, loc)
 
     def materialize(self, fv: FrontVal, loc: Optional[Loc], what: str = "operand") -> Value:
         """A run-time value for `fv` (constants become `constant` ops)."""
@@ -182,6 +223,7 @@ class Builder:
         if fn in ("atan2",) and not dtype.is_float:
             dtype = D.float32
         shape = broadcast_shapes(shape_of(a), shape_of(b), loc)
+        self.check_tile_size(dtype, shape, self._named(f"Operator '{symbol}'"), loc)
         if attrs:
             _check_float32_mode(fn, dtype, loc)
         va = self.to_typed(a, dtype, shape, loc)
@@ -190,18 +232,15 @@ class Builder:
                           loc)
 
     def _fold_binary(self, fn: str, a: Const, b: Const, symbol: str, loc) -> Const:
-        try:
-            if a.dtype is None and b.dtype is None:
-                return Const(_PY_BINARY[fn](a.value, b.value))
-            dtype = self.common_dtype(a, b, symbol, loc)
-            if fn == "truediv" and not dtype.is_float:
-                dtype = D.float32
-            np_fn = _NP_BINARY[fn]
-            out = _fold_typed(np_fn, dtype, a.value, b.value)
-            return Const(_py_value(out, dtype), dtype)
-        except ZeroDivisionError:
-            raise TileValueError(f"Division by zero in constant expression "
-                                 f"{a.value!r} {symbol} {b.value!r}", loc) from None
+        if fn in _BITWISE and D.FLOAT in (_category(a), _category(b)):
+            raise TileTypeError(f"Operator '{symbol}' needs integer or bool operands, got "
+                                f"{describe(a)} and {describe(b)}", loc)
+        if a.dtype is None and b.dtype is None:
+            return folding.loose_binary(fn, symbol, a.value, b.value, loc)
+        dtype = self.common_dtype(a, b, symbol, loc)
+        if fn in ("truediv", "atan2") and not dtype.is_float:
+            dtype = D.float32
+        return folding.typed_binary(fn, symbol, dtype, a.value, b.value, loc)
 
     def compare(self, fn: str, a: FrontVal, b: FrontVal, loc) -> FrontVal:
         symbol = _COMPARE_SYMBOL[fn]
@@ -211,6 +250,7 @@ class Builder:
             return Const(bool(_PY_COMPARE[fn](a.value, b.value)))
         dtype = self.common_dtype(a, b, symbol, loc)
         shape = broadcast_shapes(shape_of(a), shape_of(b), loc)
+        self.check_tile_size(D.bool_, shape, self._named(f"Comparison '{symbol}'"), loc)
         va = self.to_typed(a, dtype, shape, loc)
         vb = self.to_typed(b, dtype, shape, loc)
         return self.emit1("compare", (va, vb), TileType(D.bool_, shape), {"fn": fn}, loc)
@@ -218,7 +258,7 @@ class Builder:
     def unary(self, fn: str, x: FrontVal, loc, attrs: Optional[dict] = None) -> FrontVal:
         _check_numeric(x, fn, loc)
         if isinstance(x, Const) and not attrs:
-            return _fold_unary(fn, x, loc)
+            return folding.unary(fn, x, loc)
         if isinstance(x, Const):
             x = self.materialize(x, loc)
         v = x
@@ -250,6 +290,7 @@ class Builder:
             dtype = self.common_dtype(a, b, "where()", loc)
         shape = broadcast_shapes(broadcast_shapes(shape_of(a), shape_of(b), loc),
                                  c.type.shape, loc)
+        self.check_tile_size(dtype, shape, self._named("where()"), loc)
         va = self.to_typed(a, dtype, shape, loc)
         vb = self.to_typed(b, dtype, shape, loc)
         c = self.broadcast(c, shape, loc)
@@ -267,68 +308,8 @@ def _check_float32_mode(fn: str, dtype: DType, loc) -> None:
                             f"flush_to_zero needs float32 operands, got {dtype.name}", loc)
 
 
-def _np_floordiv(a, b):
-    return np.floor_divide(a, b)
-
-
-_NP_BINARY = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
-    "floordiv": _np_floordiv, "mod": np.mod, "pow": np.power, "bitand": np.bitwise_and,
-    "bitor": np.bitwise_or, "bitxor": np.bitwise_xor, "lshift": np.left_shift,
-    "rshift": np.right_shift, "minimum": np.minimum, "maximum": np.maximum,
-    "atan2": np.arctan2,
-}
-_NP_UNARY = {
-    "neg": np.negative, "abs": np.abs, "exp": np.exp, "exp2": np.exp2, "log": np.log,
-    "log2": np.log2, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "sin": np.sin,
-    "cos": np.cos, "tan": np.tan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
-    "floor": np.floor, "ceil": np.ceil, "isnan": np.isnan,
-}
-
-
-def _fold_unary(fn: str, x: Const, loc) -> Const:
-    if fn == "invert":
-        if x.dtype is None:
-            if isinstance(x.value, bool):
-                return Const(not x.value)
-            if isinstance(x.value, float):
-                raise TileTypeError(f"Operator '~' needs an integer operand, got {x.value!r}", loc)
-            return Const(~x.value)
-        out = _fold_typed(np.invert if not x.dtype.is_bool else np.logical_not, x.dtype, x.value)
-        return Const(_py_value(out, x.dtype), x.dtype)
-    if x.dtype is None:
-        if fn == "neg":
-            return Const(-x.value)
-        if fn == "abs":
-            return Const(abs(x.value))
-        with np.errstate(all="ignore"):
-            out = _NP_UNARY[fn](np.float64(x.value))
-        return Const(bool(out) if fn == "isnan" else float(out))
-    dtype = x.dtype if x.dtype.is_float or fn in ("neg", "abs") else D.float32
-    out = _fold_typed(_NP_UNARY[fn], dtype, x.value)
-    if fn == "isnan":
-        return Const(bool(out), D.bool_)
-    return Const(_py_value(out, dtype), dtype)
-
-
-def _py_value(v: Any, dtype: DType):
-    """A Python scalar holding `v` converted to `dtype` (wrapping, rounding)."""
-    with np.errstate(all="ignore"):
-        if dtype.is_bool:
-            return bool(v)
-        if dtype.is_integer:
-            if isinstance(v, (float, np.floating)):
-                v = np.asarray(v).astype(np.float64)
-                return int(np.asarray(v).astype(dtype.numpy_dtype))
-            bits = dtype.bits
-            iv = int(v) & ((1 << bits) - 1)
-            if dtype.signed and iv >= 1 << (bits - 1):
-                iv -= 1 << bits
-            return iv
-        if dtype is D.tfloat32:
-            from ..language.rounding import round_tf32
-            return round_tf32(float(v))
-        return float(np.asarray(np.float64(v)).astype(dtype.numpy_dtype).astype(np.float64))
+def _category(c: Const) -> int:
+    return c.dtype.category if c.dtype is not None else D.constant_category(c.value)
 
 
 def loose_dtype(value: Any, loc: Optional[Loc]) -> DType:
@@ -363,8 +344,9 @@ def _check_numeric(fv: FrontVal, symbol: str, loc) -> None:
                         f"got {describe(fv)}", loc)
 
 
-def describe(fv: Any) -> str:
-    """Short human description of a front-end value, for error messages."""
+def describe(fv: Any, depth: int = 0) -> str:
+    """Short human description of a front-end value, for error messages (long
+    tuples, deep tuples, huge integers and long reprs abbreviated)."""
     if isinstance(fv, Value):
         t = fv.type
         if isinstance(t, ArrayType):
@@ -376,16 +358,25 @@ def describe(fv: Any) -> str:
     if isinstance(fv, Const):
         if fv.is_number:
             kind = f"strictly typed {fv.dtype.name}" if fv.dtype else "loosely typed"
-            return f"a {kind} constant {fv.value!r}"
-        return f"{type(fv.value).__name__} {fv.value!r}"
+            return f"a {kind} constant {fmt_number(fv.value)}"
+        return f"{type(fv.value).__name__} {_REPR.repr(fv.value)}"
     if isinstance(fv, TupleVal):
-        return "a tuple (" + ", ".join(_short(i) for i in fv.items) + \
-            ("," if len(fv.items) == 1 else "") + ")"
+        if depth >= _TUPLE_DEPTH:
+            return "a tuple (...)"
+        items = [_short(i, depth + 1) for i in fv.items[:_TUPLE_ITEMS]]
+        if len(fv.items) > _TUPLE_ITEMS:
+            items.append(f"... {len(fv.items)} items")
+        return "a tuple (" + ", ".join(items) + ("," if len(fv.items) == 1 else "") + ")"
     return type(fv).__name__
 
 
-def _short(fv: Any) -> str:
+_TUPLE_DEPTH, _TUPLE_ITEMS = 4, 8
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 80
+
+
+def _short(fv: Any, depth: int = 0) -> str:
     """A tuple item in error messages: constants by value, the rest described."""
     if isinstance(fv, Const) and (fv.is_number or fv.value is None) and fv.dtype is None:
-        return repr(fv.value)
-    return describe(fv)
+        return fmt_number(fv.value)
+    return describe(fv, depth)

@@ -15,6 +15,7 @@ from ..language import ops as L
 from ..language.dtypes import DType
 from ..language.enums import RoundingMode
 from .builder import describe
+from .folding import convert_const, py_conversion
 from .values import Const, FrontVal, TupleVal
 from . import shapes as S
 from . import memory as M
@@ -89,8 +90,7 @@ def _dtype_call(lw: "Lowerer", dtype: DType, args, kwargs, loc) -> FrontVal:
         raise TileTypeError(f"{dtype.name}() takes exactly one argument", loc)
     x = args[0]
     if isinstance(x, Const) and x.is_number:
-        from .builder import _py_value
-        return Const(_py_value(x.value, dtype), dtype)
+        return Const(convert_const(x.value, dtype, loc), dtype)
     if isinstance(x, Value) and isinstance(x.type, TileType):
         return lw.b.cast(x, dtype, loc)
     raise TileTypeError(f'Invalid argument of {dtype.name}(): expected a number or a tile, got '
@@ -276,8 +276,8 @@ def _abs(lw, a, loc):
 def _convert(dtype_for_value: Callable[[FrontVal], DType], pyconv):
     def handler(lw, a, loc):
         x = a["x"]
-        if isinstance(x, Const) and x.is_number:
-            return Const(pyconv(x.value))
+        if isinstance(x, Const) and (x.is_number or isinstance(x.value, str)):
+            return py_conversion(pyconv, x.value, loc)   # float('inf') included
         if isinstance(x, Value) and isinstance(x.type, TileType) and x.type.shape == ():
             return lw.b.cast(x, dtype_for_value(x), loc)
         raise TileTypeError(f"{pyconv.__name__}() in tile code needs a number or a scalar, got "

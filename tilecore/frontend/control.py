@@ -4,7 +4,9 @@
 Names assigned inside a construct become results of the IR op (if) or values
 carried by the loop. A loop-carried variable keeps one type through the
 loop; a variable that starts as a loosely typed constant takes the type the
-loop body gives it (the body is lowered again with that type).
+loop body gives it (the body is lowered again with that type), wherever in
+the body it changes: directly, in a nested loop, on one branch of an `if`,
+or in an inlined tile function.
 """
 from __future__ import annotations
 
@@ -31,17 +33,65 @@ _RETURN = "__return__"
 
 @dataclass
 class LoopFrame:
+    """A loop being lowered: its carried names, their types, their values before
+    the loop and which of them were loosely typed constants (their type is the
+    one the loop body gives them); `args` are the body's block arguments."""
+
     names: list[str]
     types: list[TileType]
+    inits: list[FrontVal]
     init_was_const: list[bool] = field(default_factory=list)
+    args: list[Value] = field(default_factory=list)
 
 
 class _Retype(Exception):
-    """A loop-carried variable needs another type: lower the body again."""
+    """A loop-carried variable of `frame` needs another type: lower that loop's
+    body again (raised from its body, from a nested loop or an `if` join)."""
 
-    def __init__(self, index: int, new_type: TileType):
+    def __init__(self, frame: LoopFrame, index: int, new_type: TileType):
+        self.frame = frame
         self.index = index
         self.new_type = new_type
+
+
+def _loose_owner(lw: "Lowerer", name: str, value: FrontVal,
+                 inner: Optional[LoopFrame] = None) -> Optional[tuple[LoopFrame, int]]:
+    """The enclosing loop (outside `inner`) whose carried variable decides the type
+    of `name` (holding `value`) because it entered that loop as a loosely typed
+    constant: by name among this function's loops, or by identity (a block
+    argument passed to an inlined function)."""
+    frames = lw.loops if inner is None else lw.loops[:lw.loops.index(inner)]
+    for frame in reversed(frames):
+        if name in frame.names:
+            i = frame.names.index(name)
+            if frame.init_was_const[i]:
+                return frame, i
+    return lw.b.loose_args.get(value) if isinstance(value, Value) else None
+
+
+def _retype_owner(lw: "Lowerer", name: str, value: FrontVal, new_type: TileType,
+                  inner: Optional[LoopFrame] = None) -> None:
+    """Raise `_Retype` for the loop that owns `name`'s type, if it changes it."""
+    owner = _loose_owner(lw, name, value, inner)
+    if owner is not None:
+        _retype(*owner, new_type)
+
+
+def _retype_join(lw: "Lowerer", name: str, a: Value, b: Value) -> None:
+    """`name` is `a` on one branch of an `if` and `b` on another, of two types:
+    if one of them is the type of a loop that owns `name`'s type (it entered that
+    loop as a constant), that loop takes the other one."""
+    owner = _loose_owner(lw, name, a) or _loose_owner(lw, name, b)
+    if owner is not None:
+        t = owner[0].types[owner[1]]
+        if t in (a.type, b.type):
+            _retype(*owner, b.type if a.type == t else a.type)
+
+
+def _retype(frame: LoopFrame, index: int, new_type: TileType) -> None:
+    t = frame.types[index]
+    if new_type != t and (t.shape == () or new_type.shape == t.shape):
+        raise _Retype(frame, index, new_type)
 
 
 # --- AST analysis ------------------------------------------------------------------------
@@ -168,7 +218,7 @@ def lower_if(lw: "Lowerer", node: ast.If) -> Optional[str]:
                 raise TileTypeError(f"Variable '{name}' is the compile-time object "
                                     f"{describe(parts[0])} on one branch of the 'if' and "
                                     f"{describe(parts[1])} on another", loc)
-        result_names.append((name, vals[0], flats, _join_types(name, flats, loc)))
+        result_names.append((name, vals[0], flats, _join_types(lw, name, flats, loc)))
 
     result_types: list[TileType] = []
     for name, _, flats, types in result_names:
@@ -206,7 +256,8 @@ def _same(a: FrontVal, b: FrontVal) -> bool:
     return False
 
 
-def _join_types(name: str, flats: list[list[FrontVal]], loc) -> list[Optional[TileType]]:
+def _join_types(lw: "Lowerer", name: str, flats: list[list[FrontVal]],
+                loc) -> list[Optional[TileType]]:
     """The common type of each flattened part across branches (None: a constant part
     that is the same everywhere)."""
     out: list[Optional[TileType]] = []
@@ -219,6 +270,8 @@ def _join_types(name: str, flats: list[list[FrontVal]], loc) -> list[Optional[Ti
             t = values[0].type
             for v in values[1:]:
                 if v.type != t:
+                    if len(flats[0]) == 1:
+                        _retype_join(lw, name, values[0], v)
                     raise TileTypeError(f"Variable '{name}' has type {t} on one branch of the "
                                         f"'if' and {v.type} on another; convert explicitly "
                                         f"with astype()", loc)
@@ -250,16 +303,22 @@ def _convert_carried(lw: "Lowerer", frame: LoopFrame, loc) -> list[Value]:
             raise TileSyntaxError(f"Variable '{name}' {v.reason if v else 'is not defined'}", loc)
         if isinstance(v, Value):
             if v.type != t:
-                if frame.init_was_const[i] and t.shape == () or \
-                        frame.init_was_const[i] and v.type.shape == t.shape:
-                    raise _Retype(i, v.type)
+                if frame.init_was_const[i]:
+                    _retype(frame, i, v.type)
+                _retype_owner(lw, name, frame.inits[i], v.type, frame)
                 raise TileTypeError(f"Variable '{name}' changes type inside the loop: it is {t} "
                                     f"before the loop and {v.type} after an iteration; a "
                                     f"loop-carried variable must keep its dtype and shape", loc)
             out.append(v)
         elif isinstance(v, Const) and v.is_number:
-            if t.dtype.category < D.constant_category(v.value) and frame.init_was_const[i]:
-                raise _Retype(i, TileType(D.constant_dtype(v.value), t.shape))
+            if t.dtype.category < D.constant_category(v.value):
+                wider = TileType(v.dtype or D.constant_dtype(v.value), t.shape)
+                if frame.init_was_const[i]:
+                    _retype(frame, i, wider)
+                _retype_owner(lw, name, frame.inits[i], wider, frame)
+                raise TileTypeError(f"Variable '{name}' changes type inside the loop: it is {t} "
+                                    f"before the loop and becomes {describe(v)}; a "
+                                    f"loop-carried variable must keep its dtype and shape", loc)
             out.append(lw.b.to_typed(v, t.dtype, t.shape, loc))
         else:
             raise TileTypeError(f"Variable '{name}' is a tile before the loop but "
@@ -292,7 +351,7 @@ def _lower_loop(lw: "Lowerer", node, names: list[str], head, extra_args: list[Ti
                                 f"reassigned inside it; loop-carried variables must be tiles, "
                                 f"scalars or numbers", loc)
     types = [_type_of(v) for v in init]
-    frame = LoopFrame(names, types, [isinstance(v, Const) for v in init])
+    frame = LoopFrame(names, types, init, [isinstance(v, Const) for v in init])
     for _ in range(len(names) + 2):
         body = Block()
         for t in extra_args:
@@ -301,8 +360,12 @@ def _lower_loop(lw: "Lowerer", node, names: list[str], head, extra_args: list[Ti
             body.args.append(lw.b.new_value(t, n))
         lw.scope = dict(before)
         bind_extra(body.args[:len(extra_args)])
-        for n, a in zip(names, body.args[len(extra_args):]):
+        frame.args = body.args[len(extra_args):]
+        for i, (n, a) in enumerate(zip(names, frame.args)):
             lw.scope[n] = a
+            owner = (frame, i) if frame.init_was_const[i] else _loose_owner(lw, n, init[i])
+            if owner is not None:
+                lw.b.loose_args[a] = owner
         lw.loops.append(frame)
         try:
             with lw.b.block(body):
@@ -312,10 +375,14 @@ def _lower_loop(lw: "Lowerer", node, names: list[str], head, extra_args: list[Ti
                     lw.b.emit("yield", _convert_carried(lw, frame, loc), (), loc=loc)
             _ensure_terminator(lw, body, types, loc)
         except _Retype as r:
+            if r.frame is not frame:
+                raise
             types[r.index] = r.new_type
             continue
         finally:
             lw.loops.pop()
+            for a in frame.args:
+                lw.b.loose_args.pop(a, None)
         _check_constants_unchanged(lw, before, node.body, loc)
         lw.scope = before
         return types, body

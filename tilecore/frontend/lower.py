@@ -17,6 +17,7 @@ from ..errors import Loc, TileSyntaxError, TileTypeError, TileValueError
 from ..ir.core import Value
 from ..language import dtypes as D
 from .builder import Builder, describe
+from .folding import INT_BITS, check_int_bound
 from .source import ParsedFunction, parse_function
 from .values import BoundMethod, Const, FrontVal, TupleVal, Undefined
 from . import control
@@ -103,7 +104,12 @@ class Lowerer:
         method = getattr(self, "stmt_" + type(node).__name__, None)
         if method is None:
             raise self.unsupported(node)
-        return method(node)
+        try:
+            return method(node)
+        except RecursionError:   # deeper than `deep.run_deep` makes room for
+            raise TileSyntaxError("This statement nests expressions too deeply for the tile "
+                                  "compiler (more levels than Python itself compiles at the "
+                                  "current recursion limit)", self.loc(node)) from None
 
     def stmt_Expr(self, node: ast.Expr) -> None:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
@@ -142,6 +148,11 @@ class Lowerer:
                 value.hint = target.id
             self.scope[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
+            for elt in target.elts:
+                if isinstance(elt, ast.Starred):
+                    raise TileSyntaxError("'*' in an assignment target: starred assignment is "
+                                          "not supported in tile code (unpack into one name "
+                                          "per item, or index the tuple)", self.loc(elt))
             if not isinstance(value, TupleVal):
                 raise TileTypeError(f"Cannot unpack {describe(value)} into "
                                     f"{len(target.elts)} names", self.loc(node))
@@ -219,7 +230,22 @@ class Lowerer:
         method = getattr(self, "expr_" + type(node).__name__, None)
         if method is None:
             raise self.unsupported(node)
-        return method(node)
+        value = method(node)
+        if isinstance(value, (Const, TupleVal)):
+            self._check_int_bound(value, node)
+        return value
+
+    def _check_int_bound(self, value: FrontVal, node: ast.expr) -> None:
+        """Loosely typed integers (literals, globals, folded results, tuple items)
+        stay below 2**INT_BITS in magnitude: see `folding`."""
+        pending = [value]
+        while pending:
+            v = pending.pop()
+            if isinstance(v, TupleVal):
+                pending.extend(v.items)
+            elif isinstance(v, Const) and type(v.value) is int and \
+                    v.value.bit_length() > INT_BITS:
+                check_int_bound(v.value, self.loc(node))
 
     def expr_Constant(self, node: ast.Constant) -> FrontVal:
         return Const(node.value)
@@ -228,12 +254,34 @@ class Lowerer:
         return self.lookup(node.id, node)
 
     def expr_Tuple(self, node: ast.Tuple) -> FrontVal:
-        return TupleVal(tuple(self.expr(e) for e in node.elts))
+        items: list[FrontVal] = []
+        for e in node.elts:
+            if isinstance(e, ast.Starred):   # (*t.shape, 1)
+                items.extend(self.unpack(e))
+            else:
+                items.append(self.expr(e))
+        return TupleVal(tuple(items))
+
+    def unpack(self, node: ast.Starred) -> tuple[FrontVal, ...]:
+        """The items of `*t` (in a call or a tuple display): `t` must be a tuple."""
+        v = self.expr(node.value)
+        if not isinstance(v, TupleVal):
+            raise TileTypeError(f"Cannot unpack {describe(v)} with *", self.loc(node))
+        return v.items
 
     expr_List = expr_Tuple
 
     def expr_BinOp(self, node: ast.BinOp) -> FrontVal:
-        return self.binop(type(node.op), self.expr(node.left), self.expr(node.right), node)
+        # A left-deep chain (`a + b + c + ...`, as long sums parse) is lowered in a
+        # loop, in Python's order of evaluation: its length costs no recursion.
+        chain = []
+        while isinstance(node, ast.BinOp):
+            chain.append(node)
+            node = node.left
+        value = self.expr(node)
+        for link in reversed(chain):
+            value = self.binop(type(link.op), value, self.expr(link.right), link)
+        return value
 
     def binop(self, op_type, a: FrontVal, b: FrontVal, node: ast.AST) -> FrontVal:
         fn = _BINOPS.get(op_type)
@@ -358,10 +406,7 @@ class Lowerer:
         args = []
         for a in node.args:
             if isinstance(a, ast.Starred):
-                v = self.expr(a.value)
-                if not isinstance(v, TupleVal):
-                    raise TileTypeError(f"Cannot unpack {describe(v)} with *", self.loc(a))
-                args.extend(v.items)
+                args.extend(self.unpack(a))
             else:
                 args.append(self.expr(a))
         kwargs = {}
@@ -373,9 +418,11 @@ class Lowerer:
 
     def call(self, callee: FrontVal, args: list, kwargs: dict, loc: Loc) -> FrontVal:
         if isinstance(callee, BoundMethod):
-            return call_method(self, callee.obj, callee.name, args, kwargs, loc)
+            with self.b.calling(callee.name):
+                return call_method(self, callee.obj, callee.name, args, kwargs, loc)
         if isinstance(callee, Const):
-            return call_object(self, callee.value, args, kwargs, loc)
+            with self.b.calling(getattr(callee.value, "__name__", None)):
+                return call_object(self, callee.value, args, kwargs, loc)
         raise TileTypeError(f"{describe(callee)} is not callable", loc)
 
     # --- inlining ---------------------------------------------------------------------------
@@ -405,7 +452,8 @@ class Lowerer:
             elif param.kind == param.VAR_POSITIONAL:
                 scope[name] = TupleVal(())
         inner = Lowerer(self.b, parsed, scope, loc, self.depth + 1)
-        inner.lower_body(parsed.tree.body)
+        with self.b.calling(None):
+            inner.lower_body(parsed.tree.body)
         result = inner.scope.get(RETURN, Const(None))  # control flow rebinds inner.scope
         if isinstance(result, Undefined):
             raise TileSyntaxError(f"Not every path through {pyfunc.__name__}() returns a value",

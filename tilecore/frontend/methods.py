@@ -13,7 +13,7 @@ from ..language import dtypes as D
 from ..language import ops as L
 from ..language.enums import PaddingMode
 from .args import const_int
-from .builder import describe
+from .builder import describe, loose_dtype
 from .calls import bind, call_object
 from .values import BoundMethod, Const, FrontVal, TiledView, TupleVal
 from . import memory as M
@@ -93,8 +93,9 @@ def get_attribute(lw: "Lowerer", obj: FrontVal, attr: str, loc: Loc) -> FrontVal
         from .lower import wrap_global
         return wrap_global(value)
     elif isinstance(obj, Const) and attr in ("dtype", "shape", "ndim"):
-        dtype = obj.dtype or D.constant_dtype(obj.value)
-        return {"dtype": Const(dtype), "shape": TupleVal(()), "ndim": Const(0)}[attr]
+        if attr == "dtype":
+            return Const(obj.dtype or loose_dtype(obj.value, loc))
+        return TupleVal(()) if attr == "shape" else Const(0)
     raise TileTypeError(f"{describe(obj)} has no attribute '{attr}' in tile code", loc)
 
 

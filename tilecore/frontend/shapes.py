@@ -9,7 +9,8 @@ from ..ir.types import TileType
 from ..language import dtypes as D
 from .args import (const_axes, const_bool, const_dtype, const_int, const_shape, normalize_axis,
                    tile_arg)
-from .builder import _py_value, describe, is_pow2, loose_dtype
+from .builder import describe, is_pow2, loose_dtype
+from .folding import convert_const
 from .values import Const, FrontVal, TupleVal
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def full(lw: "Lowerer", shape_v, fill, dtype_v, loc: Loc, fn: str) -> FrontVal:
 def astype(lw: "Lowerer", x: FrontVal, dtype_v, loc: Loc) -> FrontVal:
     dtype = const_dtype(dtype_v, "astype", "dtype", loc)
     if isinstance(x, Const) and x.is_number:
-        return Const(_py_value(x.value, dtype), dtype)
+        return Const(convert_const(x.value, dtype, loc), dtype)
     return lw.b.cast(tile_arg(lw, x, "astype", "x", loc), dtype, loc)
 
 

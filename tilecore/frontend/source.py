@@ -1,15 +1,43 @@
-"""Parsing a Python function's source and mapping AST nodes to `Loc`s."""
+"""A Python function's source, as it was when the function was imported, parsed,
+with AST nodes mapped to `Loc`s.
+
+Python compiles a module when it imports it; tilecore compiles tile code from
+its source text, later, at the first launch. So that the kernel that runs is
+the function the user imported even if its file was edited since, the text
+is captured early:
+
+- `capture` runs when `@kernel` / `@function` decorate a function, that is
+  while its module is being imported: it keeps the lines of the function's
+  file. A decorated function is always compiled from those lines.
+- An undecorated function called from tile code (a helper) is compiled from
+  the lines of its file captured last by a decorator in that file, else from
+  the file as it is at its first use. Either text, compiled as the import
+  compiled it, must give the function's own bytecode at the function's line
+  (checked when its module came from the standard source loader: import
+  hooks such as pytest's rewrite code): a file edited since the import is a
+  `TileSyntaxError`, never silently different code.
+
+The lines that a function was compiled from are also the ones error messages
+show (`errors.register_source`).
+"""
 from __future__ import annotations
 
 import ast
+import importlib.machinery
 import inspect
+import linecache
+import os
+import re
+import sys
 import textwrap
-from dataclasses import dataclass, field
+import tokenize
+import types
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
-from ..errors import Loc, TileSyntaxError
+from ..errors import Loc, TileSyntaxError, register_source
 
-__all__ = ["ParsedFunction", "parse_function"]
+__all__ = ["ParsedFunction", "parse_function", "capture"]
 
 
 @dataclass
@@ -41,39 +69,219 @@ class ParsedFunction:
         return Loc(self.filename, line, col, end_col, self.name, caller)
 
 
-_CACHE: dict[Any, ParsedFunction] = {}
+# Keyed by id(code object): code objects compare equal across files when their
+# text and lines are; each value keeps its code object alive, so no id is reused.
+_CACHE: dict[int, ParsedFunction] = {}
+# A file -> (the execution of its module that a tile decorator last ran in: the
+# module's spec, or its globals without one; the file's lines at that decorator's
+# first run in that execution, normally while the module was imported).
+_FILE_LINES: dict[str, tuple[Any, list[str]]] = {}
+# The lines of its file when each decorated function was decorated.
+_CAPTURED: dict[int, tuple[types.CodeType, list[str]]] = {}
+
+
+def _filename(pyfunc: Any) -> str:
+    try:
+        return inspect.getsourcefile(pyfunc) or pyfunc.__code__.co_filename
+    except TypeError:
+        return pyfunc.__code__.co_filename
+
+
+def _current_lines(pyfunc: Any, filename: str) -> list[str]:
+    """The file's lines now. A file on disk is read afresh (linecache would keep
+    stale lines after a rewrite of the same size within its mtime's resolution);
+    other sources (an IPython cell, a zip archive) come from linecache."""
+    if os.path.isfile(filename):
+        try:
+            with tokenize.open(filename) as f:   # decoded as Python decodes source
+                lines = f.readlines()
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            lines = []
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"
+        if lines:
+            return lines
+    linecache.checkcache(filename)
+    return linecache.getlines(filename, pyfunc.__globals__)
+
+
+def capture(pyfunc: Any) -> None:
+    """Keep the lines of `pyfunc`'s file as they are now (the decorators call
+    this while the function's module is imported). A function whose source
+    cannot be read is not an error here: its first compilation says so."""
+    if not isinstance(pyfunc, types.FunctionType):
+        return
+    filename = _filename(pyfunc)
+    execution = pyfunc.__globals__.get("__spec__") or pyfunc.__globals__
+    known = _FILE_LINES.get(filename)
+    if known is not None and known[0] is execution:
+        lines = known[1]   # read when this execution of the module decorated its first function
+    else:
+        lines = _current_lines(pyfunc, filename)
+        if not lines:
+            return
+        _FILE_LINES[filename] = (execution, lines)
+    _CAPTURED[id(pyfunc.__code__)] = (pyfunc.__code__, lines)
 
 
 def parse_function(pyfunc: Any) -> ParsedFunction:
-    """Parse `pyfunc` once (cached per code object)."""
+    """Parse `pyfunc` from its captured source (cached per code object)."""
     code = pyfunc.__code__
-    cached = _CACHE.get(code)
-    if cached is not None and cached.pyfunc is pyfunc:
+    cached = _CACHE.get(id(code))
+    if cached is not None:
+        if cached.pyfunc is not pyfunc:   # the same code in another closure
+            cached = replace(cached, pyfunc=pyfunc, globals=pyfunc.__globals__,
+                             closure=_closure_values(pyfunc))
+            _CACHE[id(code)] = cached
         return cached
+    filename = _filename(pyfunc)
+    block, first = _source_block(pyfunc, filename)
+    dedented = textwrap.dedent("".join(block))
+    indent = len(block[0]) - len(block[0].lstrip())
     try:
-        lines, first = inspect.getsourcelines(pyfunc)
-        filename = inspect.getsourcefile(pyfunc) or code.co_filename
-    except (OSError, TypeError) as e:
-        raise TileSyntaxError(f"Cannot read the source of {pyfunc.__qualname__}: {e}; tile "
-                              f"functions must be defined in a file") from None
-    src = "".join(lines)
-    dedented = textwrap.dedent(src)
-    indent = len(lines[0]) - len(lines[0].lstrip())
-    tree = ast.parse(dedented)
-    fdef = tree.body[0]
+        fdef = ast.parse(dedented).body[0]
+    except SyntaxError as e:
+        raise TileSyntaxError(f"Cannot parse the source of {pyfunc.__qualname__} ({e.msg}); "
+                              f"tile functions must be defined by a def statement") from None
     if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
         raise TileSyntaxError(f"{pyfunc.__qualname__} is not defined by a def statement")
     if isinstance(fdef, ast.AsyncFunctionDef):
         raise TileSyntaxError("async functions are not supported in tile code",
                               Loc(filename, first, indent, None, pyfunc.__name__))
+    parsed = ParsedFunction(pyfunc, fdef, filename, first - 1, indent, pyfunc.__globals__,
+                            _closure_values(pyfunc))
+    _CACHE[id(code)] = parsed
+    return parsed
+
+
+def _closure_values(pyfunc: Any) -> dict:
     closure = {}
     if pyfunc.__closure__:
-        for name, cell in zip(code.co_freevars, pyfunc.__closure__):
+        for name, cell in zip(pyfunc.__code__.co_freevars, pyfunc.__closure__):
             try:
                 closure[name] = cell.cell_contents
-            except ValueError:
+            except ValueError:   # a cell not filled yet
                 pass
-    parsed = ParsedFunction(pyfunc, fdef, filename, first - 1, indent,
-                            pyfunc.__globals__, closure)
-    _CACHE[code] = parsed
-    return parsed
+    return closure
+
+
+def _source_block(pyfunc: Any, filename: str) -> tuple[list[str], int]:
+    """The lines of `pyfunc`'s definition (decorators included) and the file line
+    of the first, from the captured text (see the module docstring)."""
+    code = pyfunc.__code__
+    code_and_lines = _CAPTURED.get(id(code))
+    if code_and_lines is not None:
+        captured = code_and_lines[1]
+        found = _function_block(captured, code.co_firstlineno)
+        if found is not None:
+            register_source(filename, captured)
+            return found
+    candidates = [_FILE_LINES.get(filename, (None, None))[1], _current_lines(pyfunc, filename)]
+    readable = False
+    for lines in candidates:
+        if not lines:
+            continue
+        readable = True
+        found = _function_block(lines, code.co_firstlineno)
+        if found is not None and _compiles_to(pyfunc, lines) is not False:
+            register_source(filename, lines)
+            return found
+    if not readable:
+        raise TileSyntaxError(f"Cannot read the source of {pyfunc.__qualname__}: could not get "
+                              f"source code; tile functions must be defined in a file")
+    raise TileSyntaxError(
+        f"The source of {pyfunc.__qualname__}() in {filename} has changed since the function "
+        f"was imported; reload its module (importlib.reload) or restart Python to compile the "
+        f"edited code (decorating it with @tilecore.function captures its source at import)",
+        Loc(filename, code.co_firstlineno, 0, None, pyfunc.__name__))
+
+
+# The lines inspect.findsource accepts as the start of a function's definition.
+_DEF_START = re.compile(r'^(\s*def\s)|(\s*async\s+def\s)|(.*(?<!\w)lambda(:|\s))|^(\s*@)')
+
+
+def _function_block(lines: list[str], firstlineno: int) -> Optional[tuple[list[str], int]]:
+    """The definition starting at or above line `firstlineno` of `lines` (found
+    as `inspect.getsourcelines` finds it), with its 1-based first line; None if
+    these lines hold no definition there."""
+    lnum = firstlineno - 1
+    if not 0 <= lnum < len(lines):
+        return None
+    while lnum > 0 and not _DEF_START.match(lines[lnum]):
+        lnum -= 1
+    try:
+        block = inspect.getblock(lines[lnum:])
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return (block, lnum + 1) if block else None
+
+
+# --- the bytecode check ------------------------------------------------------------------------
+def _from_source_loader(pyfunc: Any) -> bool:
+    """Whether `pyfunc`'s module was compiled from its file by the standard
+    source loader (import hooks such as pytest's may rewrite the code)."""
+    module = sys.modules.get(getattr(pyfunc, "__module__", None) or "")
+    loader = getattr(module, "__loader__", None)
+    path = getattr(module, "__file__", None)
+    return type(loader) is importlib.machinery.SourceFileLoader and path is not None and \
+        os.path.abspath(path) == os.path.abspath(pyfunc.__code__.co_filename)
+
+
+# id(lines) -> (lines, the code of the file they hold, or None if it does not compile)
+_COMPILED: dict[int, tuple[list[str], Optional[types.CodeType]]] = {}
+
+
+def _compiles_to(pyfunc: Any, lines: list[str]) -> Optional[bool]:
+    """Whether compiling the file `lines` gives `pyfunc`'s bytecode at its line
+    (the whole file, as the import compiled it: what a function compiles to
+    depends on its enclosing scopes and on the module's imports): False when it
+    does not (the file changed since the import), None when this cannot be told."""
+    if not _from_source_loader(pyfunc):
+        return None
+    code = pyfunc.__code__
+    entry = _COMPILED.get(id(lines))
+    if entry is None or entry[0] is not lines:
+        try:
+            module = compile("".join(lines), code.co_filename, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError):
+            module = None
+        except (RecursionError, MemoryError):
+            return None
+        entry = _COMPILED[id(lines)] = (lines, module)
+    found = _find_code(entry[1], code.co_name, code.co_firstlineno) if entry[1] else None
+    return found is not None and _same_code(found, code)
+
+
+def _find_code(root: types.CodeType, name: str, line: int) -> Optional[types.CodeType]:
+    """The code object called `name` that starts at `line`, in `root` or nested in it."""
+    pending = [root]
+    while pending:
+        code = pending.pop()
+        if code.co_name == name and code.co_firstlineno == line:
+            return code
+        pending.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return None
+
+
+def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
+    """Equal bytecode (`co_code` is free of the interpreter's run-time
+    specializations, unlike `==` of code objects) and equal names and constants."""
+    return (a.co_code == b.co_code and a.co_names == b.co_names
+            and a.co_varnames == b.co_varnames and a.co_freevars == b.co_freevars
+            and a.co_cellvars == b.co_cellvars and a.co_argcount == b.co_argcount
+            and a.co_posonlyargcount == b.co_posonlyargcount
+            and a.co_kwonlyargcount == b.co_kwonlyargcount and a.co_flags == b.co_flags
+            and len(a.co_consts) == len(b.co_consts)
+            and all(_same_const(x, y) for x, y in zip(a.co_consts, b.co_consts)))
+
+
+def _same_const(x: Any, y: Any) -> bool:
+    if type(x) is not type(y):
+        return False
+    if isinstance(x, types.CodeType):
+        return _same_code(x, y)
+    if isinstance(x, tuple):
+        return len(x) == len(y) and all(_same_const(i, j) for i, j in zip(x, y))
+    if isinstance(x, (float, complex)):
+        return repr(x) == repr(y)   # tells -0.0 from 0.0; NaN equals NaN
+    return x == y

@@ -70,6 +70,8 @@ def _const_repr(v: Any) -> str:
         return v.name
     if isinstance(v, tuple):
         return "(" + ",".join(_const_repr(x) for x in v) + ")"
+    if type(v) is int and v.bit_length() > 1024:  # Python prints no int of over 4300 digits
+        return hex(v)
     return repr(v)
 
 

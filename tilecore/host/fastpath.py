@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Sequence
 
 from ..runtime.driver import native_module
+from ..runtime.overlap import self_overlaps
 from ..runtime.streams import handle_attribute, stream_handle
 from .classify import normalize_grid
 
@@ -30,18 +31,20 @@ __all__ = ["fast_specs", "make_fast_launch", "extents_disjoint"]
 FastLaunch = Callable[[Any, Any, Any], bool]
 
 
-def fast_specs(key: tuple, args: Sequence[Any], device: int, only_device: bool = False
-               ) -> Optional[list[tuple]]:
+def fast_specs(key: tuple, args: Sequence[Any], device: int, only_device: bool = False,
+               written: frozenset[int] = frozenset()) -> Optional[list[tuple]]:
     """One guard spec per argument of specialization `key` (see gpu._scan), or
     None when some argument has no fast form: ("const", type, value),
     ("i32",), ("f32",), or (library, type, dtype, device, ndim, itemsize,
-    aligned, unit stride, whole vectors) for "torch" and "cupy" arrays.
+    aligned, unit stride, whole vectors, written) for "torch" and "cupy"
+    arrays; `written` holds the positions of the arrays the kernel writes,
+    whose elements are then checked distinct at every launch.
 
     With `only_device` (the process sees one GPU) an array's device is -1:
     any CUDA tensor is on it (`is_cuda` is a cheaper check than
     `get_device()`), and so is any CuPy array (no device check at all)."""
     specs = []
-    for part, value in zip(key, args):
+    for i, (part, value) in enumerate(zip(key, args)):
         if isinstance(part, tuple) and part[0] == "c":
             specs.append(("const", type(value), value))
         elif not isinstance(part, tuple):      # a run-time scalar
@@ -60,13 +63,14 @@ def fast_specs(key: tuple, args: Sequence[Any], device: int, only_device: bool =
                 return None                    # 64-bit indices: rare and long, general path
             on = -1 if only_device else device
             specs.append((root, type(value), value.dtype, on, ndim, dtype.itemsize,
-                          aligned, unit, whole))
+                          aligned, unit, whole, i in written))
     return specs
 
 
 def make_fast_launch(key: tuple, args: Sequence[Any], device: int, validated: dict,
                      launcher: Any, fail: Callable, *, native: bool = True,
-                     only_device: bool = False) -> Optional[FastLaunch]:
+                     only_device: bool = False, written: frozenset[int] = frozenset()
+                     ) -> Optional[FastLaunch]:
     """The fast launcher for `args` of specialization `key`, or None when some
     argument has no fast form (then every launch takes the general path).
     `validated` holds the arrays' (pointer, shape, strides) whose overlap the
@@ -74,8 +78,9 @@ def make_fast_launch(key: tuple, args: Sequence[Any], device: int, validated: di
     extents intersect); an empty grid is left to the general path;
     `launcher.launch(stream, gx, gy, gz, values)` returns a CUresult and
     `fail(err, grid)` raises the launch error.
-    `native=False` builds the Python version; `only_device`: see fast_specs."""
-    specs = fast_specs(key, args, device, only_device)
+    `native=False` builds the Python version; `only_device`, `written`: see
+    fast_specs."""
+    specs = fast_specs(key, args, device, only_device, written)
     if specs is None:
         return None
     mod = native_module() if native else None
@@ -88,7 +93,7 @@ def make_fast_launch(key: tuple, args: Sequence[Any], device: int, validated: di
 
 def _array_lines(i: int, spec: tuple, ns: dict) -> list[str]:
     """Guards and reads for an array argument."""
-    root, cls, dtype, device, ndim, item, aligned, unit, whole = spec
+    root, cls, dtype, device, ndim, item, aligned, unit, whole, written = spec
     a = f"a{i}"
     ns[f"T{i}"], ns[f"D{i}"] = cls, dtype
     lines = [f"if type({a}) is not T{i}: return False"]
@@ -122,6 +127,8 @@ def _array_lines(i: int, spec: tuple, ns: dict) -> list[str]:
     else:
         checks = [f"p{i} & 15 == 0"] + [f"({s} * {item}) & 15 == 0" for s in strides[:-1]]
         lines.append(f"if {' and '.join(checks)}: return False  # now aligned: respecialize")
+    if written:  # elements the kernel writes must be distinct (else: the general path)
+        lines.append(f"if not DISTINCT(sh{i}, {_tuple(strides)}): return False")
     if ndim:
         lines.append(f"if ({strides[-1]} == 1) is not {unit}: return False")
         lines.append(f"if (sh{i}[{ndim - 1}] * {item} & 15 == 0) is not {whole}: return False")
@@ -149,6 +156,13 @@ def extents_disjoint(layout: Sequence[int], arrays: Sequence[tuple[int, int]]) -
     return True
 
 
+def distinct_elements(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether a view's elements are provably distinct by the quick rule of
+    runtime/overlap.py, in elements (views it cannot decide take the general
+    path, which enumerates them)."""
+    return not self_overlaps(shape, strides, 1, exact=False)
+
+
 _GRID_AND_LAUNCH = """\
     if layout not in VALIDATED and not DISJOINT(layout, ARRAYS): return False
     if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and 0 < grid[0] < 2147483648:
@@ -172,7 +186,7 @@ def _python_fast_launch(specs: list[tuple], validated: dict, launch: Callable,
                         fail: Callable) -> FastLaunch:
     """The fast launcher as one generated straight-line Python function."""
     ns: dict = {"VALIDATED": validated, "LAUNCH": launch, "FAIL": fail, "GRID": normalize_grid,
-                "HANDLE": stream_handle, "DISJOINT": extents_disjoint,
+                "HANDLE": stream_handle, "DISJOINT": extents_disjoint, "DISTINCT": distinct_elements,
                 "ARRAYS": [(spec[4], spec[5]) for spec in specs if spec[0] in ("torch", "cupy")]}
     body: list[str] = []
     values: list[str] = []

@@ -44,6 +44,7 @@ class _Plan:
     loaded: Optional[LoadedKernel]  # None: TILECORE_INTERPRET=1 sends this to the interpreter
     bit_scalars: tuple[tuple[int, DType], ...]  # (flat position, dtype) of raw-bit scalars
     written: frozenset[str]  # the array arguments the kernel writes
+    written_at: frozenset[int]  # ... and their positions
     # the arrays' (pointer, shape, strides) whose overlap and write checks passed
     checked: dict = field(default_factory=dict)
 
@@ -115,10 +116,10 @@ def _check_access(fields, written: frozenset[str]) -> None:
 
 def _make_plan(kernel: Kernel, key: tuple, args: Sequence[Any], ordinal: int) -> _Plan:
     kinds, specs = _kinds(kernel, key, args)
-    names = kernel.param_names
-    written = frozenset(names[i] for i in written_params(kernel.ir_for(kinds)))
+    written_at = written_params(kernel.ir_for(kinds))
+    written = frozenset(kernel.param_names[i] for i in written_at)
     if config.interpret():
-        return _Plan(None, (), written)
+        return _Plan(None, (), written, written_at)
     device = get_device(ordinal)
     arch = config.arch() or device.arch
     compiled = build(kernel, kinds, specs, arch)
@@ -134,7 +135,7 @@ def _make_plan(kernel: Kernel, key: tuple, args: Sequence[Any], ordinal: int) ->
             if kind.dtype.is_float and kind.dtype.itemsize <= 2:
                 bits.append((pos, kind.dtype))
             pos += 1
-    return _Plan(loaded, tuple(bits), written)
+    return _Plan(loaded, tuple(bits), written, written_at)
 
 
 def launch_gpu(stream: Any, grid: tuple[int, int, int], kernel: Kernel,
@@ -147,6 +148,7 @@ def launch_gpu(stream: Any, grid: tuple[int, int, int], kernel: Kernel,
     # kernel; the overlap and write checks, which depend on what the kernel writes, per plan.
     layout = tuple(v for _, f in arrays for v in (f[0], *f[1], *f[2]))
     devices = state.setdefault("devices", {})
+    read_only = tuple(name for name, f in arrays if len(f) > 5 and f[5])
     ordinal = devices.get(layout)
     if ordinal is None:
         ordinal = _device_of(arrays)
@@ -156,11 +158,12 @@ def launch_gpu(stream: Any, grid: tuple[int, int, int], kernel: Kernel,
     plan = state.get((ordinal, key))
     if plan is None:
         plan = state[(ordinal, key)] = _make_plan(kernel, key, args, ordinal)
-    if layout not in plan.checked:
+    checked_as = layout + read_only if read_only else layout
+    if checked_as not in plan.checked:
         _check_access(arrays, plan.written)
         if len(plan.checked) >= _MAX_VALIDATED:
             plan.checked.clear()
-        plan.checked[layout] = True
+        plan.checked[checked_as] = True
     if plan.loaded is None:
         from .cpu import launch_cpu
         from .device_copies import from_host, to_host
@@ -173,17 +176,18 @@ def launch_gpu(stream: Any, grid: tuple[int, int, int], kernel: Kernel,
         for pos, dtype in plan.bit_scalars:
             flat[pos] = scalar_bits(dtype, flat[pos])
     else:
-        _install_fast_launch(state, ordinal, key, args, plan.loaded, plan.checked)
+        _install_fast_launch(state, ordinal, key, args, plan)
     plan.loaded.launch(handle, grid, tuple(flat))
 
 
 def _install_fast_launch(state: dict, ordinal: int, key: tuple, args: Sequence[Any],
-                         loaded: LoadedKernel, validated: dict) -> None:
+                         plan: _Plan) -> None:
     """Make the fast launcher for these argument kinds the kernel's current one
     (built once per (device, key, argument types): it reads per-library attributes)."""
     fast = state.setdefault("fast_by_kinds", {})
     kinds = (ordinal, key, tuple(map(type, args)))
     if kinds not in fast:
-        fast[kinds] = make_fast_launch(key, args, ordinal, validated, loaded.launcher,
-                                       loaded.fail, only_device=device_count() == 1)
+        fast[kinds] = make_fast_launch(key, args, ordinal, plan.checked, plan.loaded.launcher,
+                                       plan.loaded.fail, only_device=device_count() == 1,
+                                       written=plan.written_at)
     state["fast_launch"] = fast[kinds]

@@ -62,6 +62,7 @@ typedef struct {
     PyObject *value;  /* a constant's value, an array's dtype */
     long device;
     int ndim, itemsize, aligned, unit, whole;
+    int written;      /* the kernel writes it: its elements must be distinct */
     int flat_flags;   /* a CuPy array type with _c_contiguous (cleared when it has none) */
     DLTensorFromObject dl_read;  /* the type's DLPack reader, or NULL */
     PyObject *dl_capsule;        /* keeps dl_read's table alive */
@@ -133,7 +134,7 @@ static void find_dl_reader(ArgSpec *spec, PyObject *type) {
 }
 
 /* One spec tuple: ("const", type, value), ("i32",), ("f32",) or
- * ("torch" | "cupy", type, dtype, device, ndim, itemsize, aligned, unit, whole);
+ * ("torch" | "cupy", type, dtype, device, ndim, itemsize, aligned, unit, whole, written);
  * a device of -1 means "the process's only GPU". */
 static int parse_spec(PyObject *t, ArgSpec *spec, Py_ssize_t *n_values, Py_ssize_t *n_layout) {
     const char *kind;
@@ -152,8 +153,9 @@ static int parse_spec(PyObject *t, ArgSpec *spec, Py_ssize_t *n_values, Py_ssize
         *n_values += 1;
         return 0;
     } else if (!strcmp(kind, "torch") || !strcmp(kind, "cupy")) {
-        if (!PyArg_ParseTuple(t, "sOOliippp", &kind, &type, &value, &spec->device, &spec->ndim,
-                              &spec->itemsize, &spec->aligned, &spec->unit, &spec->whole))
+        if (!PyArg_ParseTuple(t, "sOOliipppp", &kind, &type, &value, &spec->device, &spec->ndim,
+                              &spec->itemsize, &spec->aligned, &spec->unit, &spec->whole,
+                              &spec->written))
             return -1;
         if (spec->ndim < 0 || spec->ndim > MAX_NDIM || spec->itemsize <= 0) {
             PyErr_Format(PyExc_ValueError, "bad array spec %R", t);
@@ -299,6 +301,31 @@ static int cupy_flat(ArgSpec *s, PyObject *a, long long *n) {
     return ok ? 1 : PyErr_Occurred() ? -1 : 0;
 }
 
+/* Whether a view's elements are provably distinct (runtime/overlap.py's quick rule, in
+ * elements): with the axes sorted by |stride|, each stride clears what the smaller ones span.
+ * Views it cannot decide take the general path, which enumerates them. */
+static int distinct_elements(int ndim, const long long *dims, const long long *st) {
+    long long s[MAX_NDIM], n[MAX_NDIM], reach = 1;
+    int m = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (dims[d] == 0) return 1;
+        if (dims[d] > 1) {
+            s[m] = st[d] < 0 ? -st[d] : st[d];
+            n[m++] = dims[d];
+        }
+    }
+    for (int i = 1; i < m; i++)
+        for (int j = i; j > 0 && s[j - 1] > s[j]; j--) {
+            long long ts = s[j], tn = n[j];
+            s[j] = s[j - 1], n[j] = n[j - 1], s[j - 1] = ts, n[j - 1] = tn;
+        }
+    for (int i = 0; i < m; i++) {
+        if (s[i] < reach) return 0;
+        reach += (n[i] - 1) * s[i];
+    }
+    return 1;
+}
+
 /* The layout guards of an array whose pointer, dims and element strides are known, then its
  * values pushed (as integers: no Python objects). 1 ok, 0 guard failed. */
 static int finish_array(const ArgSpec *s, long long ptr, const long long *dims,
@@ -314,6 +341,7 @@ static int finish_array(const ArgSpec *s, long long ptr, const long long *dims,
         int whole = ((dims[last] * s->itemsize) & 15) == 0;
         if ((st[last] == 1) != s->unit || whole != s->whole) return 0;
     }
+    if (s->written && !distinct_elements(s->ndim, dims, st)) return 0;
     push_raw(g, ptr);
     for (int d = 0; d < s->ndim; d++) push_raw(g, dims[d]);
     for (int d = 0; d < s->ndim; d++) push_raw(g, st[d]);

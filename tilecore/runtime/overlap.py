@@ -15,14 +15,16 @@ __all__ = ["self_overlaps"]
 _EXACT_LIMIT = 1 << 22  # elements whose addresses are enumerated when the quick rule fails
 
 
-def self_overlaps(shape: Sequence[int], byte_strides: Sequence[int], itemsize: int) -> bool:
+def self_overlaps(shape: Sequence[int], byte_strides: Sequence[int], itemsize: int, *,
+                  exact: bool = True) -> bool:
     """True unless every element of the view occupies bytes of its own.
 
     Quick rule: with the axes sorted by |stride|, each stride clears everything
     the smaller axes span (row-major, column-major, slices, transposes). When it
     does not (interleaved layouts, or real overlap), the element addresses are
-    enumerated; a view too large for that counts as overlapping, since its
-    elements cannot be shown distinct cheaply."""
+    enumerated (unless `exact` is False: then such a view counts as overlapping);
+    a view too large for that counts as overlapping, since its elements cannot
+    be shown distinct cheaply."""
     if any(n == 0 for n in shape):
         return False
     reach = itemsize
@@ -32,7 +34,7 @@ def self_overlaps(shape: Sequence[int], byte_strides: Sequence[int], itemsize: i
         reach += (n - 1) * stride
     else:
         return False
-    if math.prod(shape) > _EXACT_LIMIT:
+    if not exact or math.prod(shape) > _EXACT_LIMIT:
         return True
     offsets = np.zeros(1, np.int64)
     for n, s in zip(shape, byte_strides):
