@@ -100,3 +100,18 @@ def test_compile_names_the_argument_like_a_launch():
         ct.compile(scale, (x, np.ma.masked_array(x), 2.0, 256))
     with pytest.raises(TypeError, match='Invalid kernel argument "factor"'):
         ct.compile(scale, (x, x, "2.0", 256))
+
+
+@ct.kernel
+def transpose_tile(a, b, N: ct.Constant[int]):
+    ct.store(b, index=(0, 0), tile=ct.transpose(ct.load(a, index=(0, 0), shape=(N, N))))
+
+
+def test_shared_memory_beyond_the_block_limit_is_refused_before_nvrtc():
+    a = np.zeros((256, 256), np.float32)
+    for arch, limit in (("sm_80", 166912), ("sm_90", 232448)):
+        with pytest.raises(ct.TileValueError, match=f'Kernel "transpose_tile" needs 262144 bytes '
+                                                    f"of shared memory per block .* more than a "
+                                                    f"block of {arch} may use \\({limit}\\)"):
+            ct.compile(transpose_tile, (a, a.copy(), 256), arch=arch)
+    assert ct.compile(transpose_tile, (a, a.copy(), 128), arch="sm_90").smem_bytes == 65536

@@ -19,9 +19,10 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .. import config
+from ..errors import TileValueError
 from .._version import __version__
 from ..backend.cuda import ArraySpec, CodegenOptions, GeneratedKernel, generate
-from ..backend.cuda.arch import supports_clusters, supports_pdl
+from ..backend.cuda.arch import max_shared_per_block, supports_clusters, supports_pdl
 from ..backend.cuda.cubin_info import Resources, kernel_resources
 from ..backend.cuda.kernel import with_min_blocks
 from ..backend.cuda.nvrtc import compile_cubin_report, header_fingerprint
@@ -157,6 +158,18 @@ def _entry_is_valid(block_threads: int, arch: str, entry: bytes) -> bool:
     return (kernel_resources(cubin) or Resources(0, 0)) == Resources(registers, stack)
 
 
+def _check_shared_memory(fn: Function, gen: GeneratedKernel, arch: str) -> None:
+    """TileValueError before NVRTC runs when the kernel's tiles staged through
+    shared memory (permutes, reductions, broadcasts) need more than a block of
+    `arch` may have."""
+    limit = max_shared_per_block(arch)
+    if limit is not None and gen.smem_bytes > limit:
+        raise TileValueError(f'Kernel "{fn.name}" needs {gen.smem_bytes} bytes of shared memory '
+                             f"per block to stage its tiles (permutes, reductions, broadcasts), "
+                             f"more than a block of {arch} may use ({limit}); use smaller tiles",
+                             fn.loc)
+
+
 def build(kernel: Kernel, kinds: Sequence[ArgKind], arrays: dict[int, ArraySpec],
           arch: str) -> CompiledKernel:
     """Compile one specialization for `arch`, through the memory and disk caches.
@@ -167,6 +180,7 @@ def build(kernel: Kernel, kinds: Sequence[ArgKind], arrays: dict[int, ArraySpec]
     fn = kernel.ir_for(list(kinds))
     options = codegen_options(kernel, arch)
     gen = generate(fn, arrays, options)
+    _check_shared_memory(fn, gen, arch)
     key = cache_key({
         "source": gen.source, "arch": arch, "options": repr(options),
         "nvrtc": nvrtc_identity(), "cuda_core": str(cuda_core_version()),
