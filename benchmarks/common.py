@@ -20,7 +20,10 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-import torch
+try:
+    import torch
+except ImportError:  # bench_compile_length.py needs no GPU stack
+    torch = None
 
 
 def bench_ms(fn: Callable[[], object], warmup_ms: int = 25, rep_ms: int = 200) -> float:

@@ -50,8 +50,7 @@ X = np.array([1.0, 2.0], np.float32)
 
 # name: (expression of nesting n, the result it gives for x = X)
 FORMS = {
-    "left-deep sum": (lambda n: " + ".join(f"x * {i}" for i in range(1, n + 1)),
-                      lambda n: X * (n * (n + 1) // 2)),
+    "left-deep sum": (lambda n: " + ".join(["x"] * n), lambda n: X * n),  # exact in float32
     "unary minus": (lambda n: "- " * n + "x", lambda n: X * (-1) ** n),
     "power chain": (lambda n: "x * " + " ** ".join(["2"] + ["1"] * (n - 1)), lambda n: 2 * X),
     "conditional chain": (lambda n: "x if c else " * n + "x + 1", lambda n: X),

@@ -358,7 +358,7 @@ def test_tile_attributes():
 # --- outside the subset ------------------------------------------------------------------------------
 @ct.kernel
 def k_lambda(out):
-    f = lambda v: v  # E-LAMBDA  # noqa: E731
+    f = lambda *v: v  # E-LAMBDA  # noqa: E731
 
 
 @ct.kernel
@@ -458,7 +458,7 @@ def k_del(out):
 
 @ct.kernel
 def k_nested_def(out):
-    def inner():  # E-DEF
+    async def inner():  # E-DEF
         pass
 
 
@@ -515,7 +515,8 @@ def k_async_comp(out):
 
 
 SUBSET_ERRORS = [
-    (k_lambda, 1, ct.TileSyntaxError, "A lambda is not supported in tile code", "E-LAMBDA"),
+    (k_lambda, 1, ct.TileSyntaxError, "'*args' and '**kwargs' parameters of a nested "
+     "function or a lambda are not supported in tile code", "E-LAMBDA"),
     (k_try, 1, ct.TileSyntaxError, "Exception handling ('try') is not supported in tile code",
      "E-TRY"),
     (k_with, 1, ct.TileSyntaxError, "'with' is not supported in tile code", "E-WITH"),

@@ -100,7 +100,8 @@ def test_overlapping_device_arrays_only_when_read():
     ct.launch(None, (1,), axpy, (buf[:8], buf[4:12], out, 1.0, 8))    # both only read
     cp.cuda.Device().synchronize()
     np.testing.assert_array_equal(cp.asnumpy(out), np.arange(8) + np.arange(4, 12))
-    with pytest.raises(ValueError, match='overlap in memory, and the kernel writes "out"'):
+    with pytest.raises(ValueError,
+                       match=r'overlap in memory \(bytes .*\), and the kernel writes "out"'):
         ct.launch(None, (1,), axpy, (buf[:8], buf[8:], buf[4:12], 1.0, 8))
 
 

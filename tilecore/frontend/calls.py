@@ -19,6 +19,9 @@ from .folding import convert_const, py_conversion
 from .values import Const, FrontVal, TupleVal
 from . import shapes as S
 from . import memory as M
+from . import operators as OP
+from . import scan as SC
+from . import atomic as A
 
 if TYPE_CHECKING:
     from .lower import Lowerer
@@ -203,6 +206,9 @@ _register(L.load, M.load)
 _register(L.store, M.store)
 _register(L.gather, M.gather)
 _register(L.scatter, M.scatter)
+for _fn in ("add", "max", "min", "and", "or", "xor", "xchg"):
+    _register(getattr(L, f"atomic_{_fn}"), A.atomic_rmw(_fn))
+_register(L.atomic_cas, A.atomic_cas)
 
 # --- factories, shapes, reductions ------------------------------------------------------------------
 _register(L.arange, S.arange)
@@ -222,6 +228,9 @@ for _name in ("sum", "prod", "max", "min"):
 for _name in ("argmax", "argmin"):
     _register(getattr(L, _name), (lambda n: lambda lw, a, loc: S.argreduce(
         lw, n, a["x"], a["axis"], a["keepdims"], loc))(_name))
+for _stub, _handler in SC.HANDLERS.items():   # cumsum, cumprod, scan, reduce
+    _register(_stub, _handler)
+HANDLERS.update(OP.HANDLERS)   # operator.add etc.
 
 
 # --- Python builtins allowed in tile code ------------------------------------------------------------

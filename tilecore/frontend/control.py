@@ -469,7 +469,8 @@ def lower_while(lw: "Lowerer", node: ast.While) -> None:
     loc = lw.loc(node)
     if node.orelse:
         raise TileSyntaxError("'while ... else' is not supported in tile code", loc)
-    first = lw.truth(lw.expr(node.test), lw.loc(node.test))
+    with lw.b.block(Block()):  # only to see whether it is a constant: its ops are dropped
+        first = lw.truth(lw.expr(node.test), lw.loc(node.test))  # (an atomic runs once)
     if isinstance(first, Const) and not first.value:
         return None
     names = _carried(lw, node.body, set())

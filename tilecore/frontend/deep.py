@@ -16,7 +16,7 @@ import sys
 import threading
 from typing import Callable, TypeVar
 
-__all__ = ["run_deep", "FRAMES_PER_LEVEL", "STACK_BYTES"]
+__all__ = ["run_deep", "FRAMES_PER_LEVEL", "CPYTHON_312_LEVELS", "STACK_BYTES"]
 
 T = TypeVar("T")
 
@@ -24,9 +24,12 @@ T = TypeVar("T")
 # 4 for subscripts, 3 for tuple displays, 2 for unary operators, conditional
 # expressions, powers, calls and attributes; 0 for left-deep chains).
 FRAMES_PER_LEVEL = 8
-# The lowering thread's stack: about 10 KB per frame at the default limit (CPython
-# 3.11 uses no C stack for most Python-to-Python calls); reserved, not committed.
-STACK_BYTES = 256 * 2**20
+# CPython 3.12 bounds the compiler's nesting by its C recursion limit instead
+# (3 x 8000 levels), whatever the recursion limit: room for that many levels too.
+CPYTHON_312_LEVELS = 24000
+# The lowering thread's stack (CPython 3.11+ uses no C stack for most
+# Python-to-Python calls); reserved, not committed.
+STACK_BYTES = 512 * 2**20
 
 _lock = threading.Lock()
 _local = threading.local()
@@ -39,7 +42,7 @@ def run_deep(fn: Callable[[], T]) -> T:
     if getattr(_local, "deep", False):
         return fn()
     limit = sys.getrecursionlimit()
-    deep_limit = limit * (3 * FRAMES_PER_LEVEL + 1)
+    deep_limit = max(limit * (3 * FRAMES_PER_LEVEL + 1), CPYTHON_312_LEVELS * FRAMES_PER_LEVEL)
     outcome: dict = {}
     context = contextvars.copy_context()
 

@@ -22,6 +22,7 @@ from .source import ParsedFunction, parse_function
 from .values import BoundMethod, Const, FrontVal, TupleVal, Undefined
 from . import control
 from .calls import call_object
+from .local_functions import as_local_function, call_local_function, make_local_function
 from .methods import call_method, get_attribute, subscript
 
 __all__ = ["Lowerer", "RETURN"]
@@ -41,13 +42,13 @@ _CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "
 _UNSUPPORTED = {
     "Try": "Exception handling ('try')", "TryStar": "Exception handling ('try')",
     "Raise": "'raise'", "With": "'with'", "AsyncWith": "'async with'",
-    "AsyncFor": "'async for'", "Lambda": "A lambda", "ListComp": "A list comprehension",
+    "AsyncFor": "'async for'", "ListComp": "A list comprehension",
     "SetComp": "A set comprehension", "DictComp": "A dict comprehension",
     "GeneratorExp": "A generator expression", "Dict": "A dict", "Set": "A set",
     "JoinedStr": "An f-string", "Yield": "'yield'", "YieldFrom": "'yield from'",
     "Await": "'await'", "NamedExpr": "The assignment expression ':='",
     "Global": "'global'", "Nonlocal": "'nonlocal'", "Delete": "'del'",
-    "Import": "'import'", "ImportFrom": "'import'", "FunctionDef": "A nested function definition",
+    "Import": "'import'", "ImportFrom": "'import'",
     "AsyncFunctionDef": "A nested function definition", "ClassDef": "A class definition",
     "Match": "'match'", "Starred": "Unpacking with '*' here", "Slice": "A slice here",
 }
@@ -170,6 +171,10 @@ class Lowerer:
                                   "are immutable", self.loc(target))
         else:
             raise self.syntax_error(f"Assignment to '{type(target).__name__}'", target)
+
+    def stmt_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self.scope[node.name] = make_local_function(self, node)
+        return None
 
     def stmt_Return(self, node: ast.Return) -> str:
         if self.loops:
@@ -416,7 +421,13 @@ class Lowerer:
             kwargs[kw.arg] = self.expr(kw.value)
         return self.call(callee, args, kwargs, self.loc(node))
 
+    def expr_Lambda(self, node: ast.Lambda) -> FrontVal:
+        return make_local_function(self, node)
+
     def call(self, callee: FrontVal, args: list, kwargs: dict, loc: Loc) -> FrontVal:
+        local = as_local_function(callee)
+        if local is not None:
+            return call_local_function(self, local, args, kwargs, loc)
         if isinstance(callee, BoundMethod):
             with self.b.calling(callee.name):
                 return call_method(self, callee.obj, callee.name, args, kwargs, loc)

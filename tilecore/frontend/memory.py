@@ -10,6 +10,7 @@ from ..language import dtypes as D
 from ..language.enums import PaddingMode
 from .args import array_arg, const_bool, const_int, const_shape, normalize_axis, order_arg
 from .builder import broadcast_shapes, describe
+from .ordering import LOAD_ORDERS, STORE_ORDERS, memory_ordering, ordering_attrs
 from .values import Const, FrontVal, TiledView, TupleVal
 
 if TYPE_CHECKING:
@@ -95,8 +96,10 @@ def load(lw: "Lowerer", a: dict, loc: Loc) -> FrontVal:
     index = _index(lw, a["index"], nd, "load", loc)
     padding = _padding(a["padding_mode"], arr.type.dtype, "load", loc)
     check = const_bool(a["check_bounds"], "load", "check_bounds", loc)
+    ordering = ordering_attrs(*memory_ordering(a["memory_order"], a["memory_scope"],
+                                               LOAD_ORDERS, "load", loc))
     return _emit_load(lw, arr, index, shape, order, shape, padding, check,
-                      _hints(a, "load", loc), loc)
+                      {**_hints(a, "load", loc), **ordering}, loc)
 
 
 def _store_tile(lw, arr: Value, tile: FrontVal, fn: str, loc: Loc,
@@ -141,8 +144,10 @@ def store(lw: "Lowerer", a: dict, loc: Loc) -> FrontVal:
     order = order_arg(a["order"], nd, "store", loc)
     index = _index(lw, a["index"], nd, "store", loc)
     check = const_bool(a["check_bounds"], "store", "check_bounds", loc)
+    ordering = ordering_attrs(*memory_ordering(a["memory_order"], a["memory_scope"],
+                                               STORE_ORDERS, "store", loc))
     return _emit_store(lw, arr, tile, index, order, tile.type.shape, check,
-                       _hints(a, "store", loc), loc)
+                       {**_hints(a, "store", loc), **ordering}, loc)
 
 
 # --- tiled views ----------------------------------------------------------------------------------

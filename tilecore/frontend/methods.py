@@ -17,6 +17,7 @@ from .builder import describe, loose_dtype
 from .calls import bind, call_object
 from .values import BoundMethod, Const, FrontVal, TiledView, TupleVal
 from . import memory as M
+from . import atomic as A
 from . import shapes as S
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ def get_attribute(lw: "Lowerer", obj: FrontVal, attr: str, loc: Loc) -> FrontVal
             return TupleVal(tuple(Const(s) for s in obj.tile_shape))
         if attr == "dtype":
             return Const(obj.array.type.dtype)
-        if attr in ("load", "store", "num_tiles"):
+        if attr in ("load", "store", "num_tiles") or attr in A.VIEW_METHODS:
             return BoundMethod(obj, attr)
     elif isinstance(obj, Const) and not obj.is_number:
         try:
@@ -113,6 +114,9 @@ def call_method(lw: "Lowerer", obj: FrontVal, name: str, args: list, kwargs: dic
     if isinstance(obj, Value) and name == "tiled_view":
         a = bind(_sig(_tiled_view_sig), "tiled_view", args, kwargs, loc)
         return M.tiled_view(lw, obj, a, loc)
+    if isinstance(obj, TiledView) and name in A.VIEW_METHODS:
+        a = bind(_sig(A.view_store_signature), f"TiledView.{name}", args, kwargs, loc)
+        return A.view_atomic_store(lw, obj, name, a, loc)
     if isinstance(obj, TiledView):
         sig = {"load": _view_load_sig, "store": _view_store_sig,
                "num_tiles": _view_num_tiles_sig}[name]

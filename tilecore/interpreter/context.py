@@ -67,6 +67,7 @@ class BlockContext:
     rules: dict[str, Rule]
     env: dict[Value, object]       # Value -> np.ndarray (tiles) or the bound array
     bounds: BoundsReport = field(default_factory=BoundsReport)  # one per launch
+    writes: int = 0  # memory writes so far (stores, scatters, atomics that changed memory)
 
     def run_block(self, block: Block, args: Sequence[np.ndarray]) -> Optional[Signal]:
         """Bind the block arguments, run its ops in order; return the signal of

@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import TileRuntimeError
 from ..ir.core import Op
 from .context import BlockContext, Signal
+from .spin import check_progress
 
 __all__ = ["RULES"]
 
@@ -48,11 +49,13 @@ def _for(ctx: BlockContext, op: Op, args: list) -> tuple:
 def _while(ctx: BlockContext, op: Op, args: list) -> tuple:
     carried = tuple(args)
     while True:
+        writes = ctx.writes
         signal = ctx.run_block(op.regions[0], carried)
         if signal is not None:
-            carried = signal.values
             if signal.kind == "break":
-                return carried
+                return signal.values
+            check_progress(ctx, op, writes, carried, signal.values)  # a spin-wait never ending
+            carried = signal.values
 
 
 def _terminator(kind: str):

@@ -126,8 +126,11 @@ def _flush(r: np.ndarray) -> np.ndarray:
 
 def _truediv(op: Op, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Division with the op's rounding mode (FULL and APPROX, approximations on
-    the GPU, are computed exactly here) and optional flush to zero."""
+    the GPU, are computed exactly here) and optional flush to zero, which (as
+    PTX's .ftz) flushes subnormal operands as well as subnormal results."""
     mode = op.attrs.get("rounding") or RoundingMode.RN
+    if op.attrs.get("ftz"):
+        a, b = _flush(a), _flush(b)
     if mode in (RoundingMode.RZ, RoundingMode.RM, RoundingMode.RP):
         r = _directed_divide(a, b, mode)
     else:

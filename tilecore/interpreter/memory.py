@@ -117,6 +117,7 @@ def _store(ctx: BlockContext, op: Op, args: list) -> tuple:
     if box is not None:
         arr_slices, tile_slices, order = box
         arr[arr_slices].transpose(order)[...] = tile[tile_slices]
+    ctx.writes += 1
     return ()
 
 
@@ -165,6 +166,7 @@ def _scatter(ctx: BlockContext, op: Op, args: list) -> tuple:
     indices, mask = _split_mask(op, args[2:])
     valid = _valid_elements(ctx, op, arr, indices, mask)
     arr[tuple(np.asarray(i)[valid] for i in indices)] = np.asarray(values)[valid]
+    ctx.writes += 1
     return ()
 
 

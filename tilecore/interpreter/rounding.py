@@ -87,11 +87,29 @@ def _to_float(x: np.ndarray, dtype: DType) -> np.ndarray:
         return x.astype(_F32)
     if _is_float(x.dtype) and x.dtype.itemsize <= 4:
         f32 = x.astype(_F32)  # exact: the source already fits float32
+    elif x.dtype.kind in "iu" and x.dtype.itemsize == 8:
+        # float64 holds only 53 bits: converting first would round twice
+        f32 = _to_f32_round_to_odd(_int64_to_f64_round_to_odd(x))
     else:
         f32 = _to_f32_round_to_odd(x.astype(_F64))
     if dtype.name == "tfloat32":
         return round_to_tf32(f32)
     return f32.astype(target)
+
+
+def _int64_to_f64_round_to_odd(x: np.ndarray) -> np.ndarray:
+    """int64/uint64 -> float64 rounded to odd: keep the top 52 or 53 bits of
+    the magnitude and set the last one if any bit below was dropped (a later
+    rounding to odd or to a format of at most 51 bits stays exact)."""
+    u = x.view(np.uint64) if x.dtype.kind == "i" else x.astype(np.uint64)
+    neg = x < 0
+    mag = np.where(neg, ~u + np.uint64(1), u)   # two's complement magnitude (2^63 for min)
+    _, length = np.frexp(mag.astype(_F64))      # bit length, or one more if rounded up
+    shift = np.maximum(length - 53, 0).astype(np.uint64)
+    kept = mag >> shift
+    dropped = (mag & ((np.uint64(1) << shift) - np.uint64(1))) != 0
+    out = np.ldexp((kept | dropped.astype(np.uint64)).astype(_F64), shift.astype(np.int64))
+    return np.where(neg, -out, out)
 
 
 def _to_f32_round_to_odd(x: np.ndarray) -> np.ndarray:

@@ -4,17 +4,32 @@ Those arrays must be writable and free of self-overlap at launch, and must not
 overlap any other argument; arrays the kernel only reads may be read-only
 views, broadcast views (stride 0) or the same array passed twice. Code
 generation marks the others `const`.
+
+A kernel that orders memory accesses (an acquire or release: cross-block
+protocols) may read, with plain loads, data that other blocks write while it
+runs; code generation then drops `__restrict__` from the arrays it writes, so
+that the compiler keeps those loads on their side of the fences.
 """
 from __future__ import annotations
 
+from ..language.enums import MemoryOrder
 from .core import Function
 
-__all__ = ["WRITING_OPS", "written_params"]
+__all__ = ["WRITING_OPS", "written_params", "orders_memory"]
 
-WRITING_OPS = frozenset({"store", "scatter"})  # ops that write their first operand, an array
+# ops that write their first operand, an array
+WRITING_OPS = frozenset({"store", "scatter", "atomic_rmw", "atomic_cas"})
 
 
 def written_params(fn: Function) -> frozenset[int]:
     """Python parameter indices of the arrays `fn` writes, on any path."""
     written = {op.operands[0].id for op in fn.walk() if op.name in WRITING_OPS}
     return frozenset(p.index for p in fn.params if p.value.id in written)
+
+
+def orders_memory(fn: Function) -> bool:
+    """Whether `fn` has an access with acquire or release semantics: a load,
+    store or atomic whose memory order is neither WEAK nor RELAXED."""
+    weak = (None, MemoryOrder.WEAK, MemoryOrder.RELAXED)
+    return any(op.attrs.get("memory_order") not in weak for op in fn.walk()
+               if op.name in ("load", "store", "atomic_rmw", "atomic_cas"))

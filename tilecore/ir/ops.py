@@ -48,6 +48,31 @@ argreduce  (x) {fn, axis, keepdims}   -> fn in ('argmax', 'argmin'); axis is an 
                                          as 1); int32 result; ties pick the first index; a NaN
                                          counts as larger than everything for argmax and smaller
                                          for argmin (so the first NaN wins), as NumPy does.
+scan       (*xs) {axis, reverse, identities} region [combine(*lhs, *rhs)]
+                                      -> one tile per x: the inclusive scan along `axis` (an
+                                         int). xs: n >= 1 tiles of one shape (the front end
+                                         broadcasts them), each of its own dtype; `identities`
+                                         holds one number per x, representable in its dtype
+                                         (the identity of combine: results never depend on
+                                         it, backends may use it as a neutral value). The
+                                         region's 2n block arguments are 0-d values of the xs'
+                                         dtypes (the earlier group, then the later one) and it
+                                         ends with `yield` of n 0-d values of those dtypes; it
+                                         is closed (uses only its arguments and values it
+                                         defines) and holds only constant, astype, unary,
+                                         binary, compare, where, bid, num_blocks, and
+                                         reshape/broadcast of one-element values. Element i
+                                         along the axis is combine(...combine(x0, x1)..., xi)
+                                         associated in any way: combine must be associative,
+                                         need not be commutative (its left operand always
+                                         holds the earlier elements). reverse: the same from
+                                         the end of the axis (element i combines elements
+                                         n-1 down to i; the left operand holds later ones).
+fold       (*xs) {axis, keepdims, identities} region [combine(*lhs, *rhs)]
+                                      -> one tile per x: the combination of all elements along
+                                         `axis` in their order (any association), shaped as
+                                         `reduce` shapes its result; xs, identities and the
+                                         region as for `scan`.
 load       (arr, *index) {shape, order, steps, padding, check_bounds, latency, allow_tma}
                                       -> tile of arr.dtype with `shape` (len = arr.ndim).
                                          index: one int32 or int64 scalar per tile axis (exact:
@@ -59,10 +84,17 @@ load       (arr, *index) {shape, order, steps, padding, check_bounds, latency, a
                                          `padding` (a PaddingMode: UNDETERMINED -> NaN for
                                          floats, the dtype's max for ints, True for bool).
                                          check_bounds=False: the front end promises in-bounds.
+                                         Optional {memory_order, memory_scope} (absent: WEAK):
+                                         RELAXED or ACQUIRE with BLOCK/DEVICE/SYS make each
+                                         element a strong read; ACQUIRE orders every later
+                                         access of the block after the whole tile's reads.
 store      (arr, tile, *index) {shape, order, steps, check_bounds, latency, allow_tma}
                                       -> no result; same addressing as load; out-of-bounds
                                          elements are dropped (a tile wholly outside writes
-                                         nothing). tile.dtype == arr.dtype.
+                                         nothing). tile.dtype == arr.dtype. Optional
+                                         {memory_order, memory_scope}: RELAXED or RELEASE make
+                                         each element a strong write; RELEASE orders every
+                                         earlier access of the block before them.
 gather     (arr, pad, *indices[, mask]) {has_mask, check_bounds}
                                       -> tile of arr.dtype with the shape of the indices.
                                          One integer index tile per array axis, all of the same
@@ -73,6 +105,28 @@ scatter    (arr, values, *indices[, mask]) {has_mask, check_bounds}
                                       -> no result; values has the indices' shape and
                                          arr.dtype; out-of-bounds or masked-off writes are
                                          dropped. Duplicate indices: one of the values lands.
+atomic_rmw (arr, update, *indices) {fn, memory_order, memory_scope, check_bounds}
+                                      -> tile of arr.dtype with the indices' shape: the value
+                                         each element held just before its own atomic update
+                                         (0 for an out-of-bounds element, which updates
+                                         nothing). fn in ATOMIC_FNS; indices as gather's;
+                                         update has the indices' shape and arr.dtype. Elements
+                                         apply one at a time; repeated indices all apply, in an
+                                         unspecified order (the interpreter: row-major). add
+                                         wraps on integers and rounds once per element on
+                                         floats (float16/bfloat16/float32/float64); max/min/
+                                         and/or/xor on 32/64-bit integers; xchg also on
+                                         float32/float64 (by bits). memory_order is RELAXED,
+                                         ACQUIRE, RELEASE or ACQ_REL (RELEASE: every earlier
+                                         access of the block is ordered before each element's
+                                         update; ACQUIRE: every later one after them all), with
+                                         memory_scope BLOCK, DEVICE or SYS.
+atomic_cas (arr, expected, desired, *indices) {memory_order, memory_scope, check_bounds}
+                                      -> old values as atomic_rmw; each element whose old value
+                                         equals `expected` bit for bit becomes `desired`. An
+                                         out-of-bounds element returns `expected`. expected
+                                         and desired: the indices' shape and arr.dtype
+                                         (32/64-bit integers, float32, float64).
 if         (cond) regions [then, else]-> results = values yielded by the region that runs.
 for        (lb, ub, step, *init) region [body(iv, *carried)]
                                       -> iv runs lb, lb+step, ... while iv < ub (step > 0);
@@ -93,7 +147,7 @@ except the function body, which has none.
 from __future__ import annotations
 
 __all__ = ["OPS", "UNARY_FNS", "BINARY_FNS", "COMPARE_FNS", "REDUCE_FNS", "ARG_REDUCE_FNS",
-           "TERMINATORS", "FLOAT_ONLY_UNARY"]
+           "TERMINATORS", "FLOAT_ONLY_UNARY", "ATOMIC_FNS"]
 
 UNARY_FNS = ("neg", "invert", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt",
              "sin", "cos", "tan", "sinh", "cosh", "tanh", "floor", "ceil", "isnan")
@@ -106,7 +160,9 @@ COMPARE_FNS = ("eq", "ne", "lt", "le", "gt", "ge")
 REDUCE_FNS = ("sum", "prod", "max", "min")
 ARG_REDUCE_FNS = ("argmax", "argmin")
 TERMINATORS = ("yield", "continue", "break")
+ATOMIC_FNS = ("add", "max", "min", "and", "or", "xor", "xchg")
 
 OPS = ("constant", "bid", "num_blocks", "array_dim", "array_stride", "iota", "broadcast",
        "reshape", "permute", "astype", "unary", "binary", "compare", "where", "reduce",
-       "argreduce", "load", "store", "gather", "scatter", "if", "for", "while") + TERMINATORS
+       "argreduce", "scan", "fold", "load", "store", "gather", "scatter", "atomic_rmw",
+       "atomic_cas", "if", "for", "while") + TERMINATORS

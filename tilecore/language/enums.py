@@ -30,7 +30,9 @@ class PaddingMode(enum.Enum):
 
 
 class MemoryOrder(enum.Enum):
-    """Memory ordering of atomic operations."""
+    """Memory ordering of a memory operation (cuTile's members). WEAK is the
+    default of load/store (no ordering, not for data other blocks write
+    concurrently); atomics take RELAXED, ACQUIRE, RELEASE or ACQ_REL (default)."""
 
     WEAK = "weak"
     RELAXED = "relaxed"
@@ -40,8 +42,10 @@ class MemoryOrder(enum.Enum):
 
 
 class MemoryScope(enum.Enum):
-    """Set of threads an atomic operation's ordering applies to."""
+    """Set of threads a memory operation's ordering applies to: NONE goes with
+    WEAK (the default of load/store), the others with every other order."""
 
+    NONE = "none"
     BLOCK = "block"
     DEVICE = "device"
     SYS = "sys"

@@ -7,7 +7,7 @@ here (so defaults and argument names live in one place) and lowers it to IR.
 from __future__ import annotations
 
 from .dtypes import float32, int32
-from .enums import PaddingMode, RoundingMode
+from .enums import MemoryOrder, MemoryScope, PaddingMode, RoundingMode
 
 __all__ = [
     "cdiv", "bid", "num_blocks", "num_tiles", "load", "store", "gather", "scatter",
@@ -18,6 +18,9 @@ __all__ = [
     "add", "sub", "mul", "truediv", "floordiv", "mod", "negative", "bitwise_and",
     "bitwise_or", "bitwise_xor", "bitwise_not", "equal", "not_equal", "less", "less_equal",
     "greater", "greater_equal", "TILE_FUNCTIONS",
+    "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor",
+    "atomic_xchg", "atomic_cas",
+    "cumsum", "cumprod", "scan", "reduce",
 ]
 
 TILE_FUNCTIONS: dict[str, object] = {}
@@ -64,14 +67,19 @@ def num_tiles(array, /, axis, shape, order="C"):
 # --- memory ------------------------------------------------------------------
 @_tile_only
 def load(array, /, index, shape, *, order="C", padding_mode=PaddingMode.UNDETERMINED,
-         latency=None, allow_tma=None, check_bounds=True):
-    """Load the tile of `shape` at tile-space `index`; out-of-bounds elements are padded."""
+         latency=None, allow_tma=None, check_bounds=True, memory_order=MemoryOrder.WEAK,
+         memory_scope=MemoryScope.NONE):
+    """Load the tile of `shape` at tile-space `index`; out-of-bounds elements are padded.
+    memory_order RELAXED or ACQUIRE (with a memory_scope) makes each element a strong
+    read, for data other blocks write while the kernel runs."""
 
 
 @_tile_only
 def store(array, /, index, tile, *, order="C", latency=None, allow_tma=None,
-          check_bounds=True):
-    """Store `tile` at tile-space `index`; out-of-bounds elements are dropped."""
+          check_bounds=True, memory_order=MemoryOrder.WEAK, memory_scope=MemoryScope.NONE):
+    """Store `tile` at tile-space `index`; out-of-bounds elements are dropped.
+    memory_order RELAXED or RELEASE (with a memory_scope) makes each element a strong
+    write; RELEASE publishes every earlier write of the block with it."""
 
 
 @_tile_only
@@ -359,3 +367,86 @@ def greater(x, y, /):
 @_tile_only
 def greater_equal(x, y, /):
     """x >= y."""
+
+
+# --- atomics -------------------------------------------------------------------------
+# Each element of the tile is its own atomic operation; the call as a whole is not
+# atomic. Indices as gather/scatter's (one integer tile or scalar per array axis,
+# broadcast); out-of-bounds elements do nothing. Each returns the values the elements
+# held before (a tile of the indices' shape).
+@_tile_only
+def atomic_add(array, indices, update, /, *, check_bounds=True,
+               memory_order=MemoryOrder.ACQ_REL, memory_scope=MemoryScope.DEVICE):
+    """array[indices] += update, atomically per element; returns the old values.
+    Integers of 32/64 bits (wrapping), float16, bfloat16, float32, float64."""
+
+
+@_tile_only
+def atomic_max(array, indices, update, /, *, check_bounds=True,
+               memory_order=MemoryOrder.ACQ_REL, memory_scope=MemoryScope.DEVICE):
+    """array[indices] = max(array[indices], update) per element (32/64-bit integers)."""
+
+
+@_tile_only
+def atomic_min(array, indices, update, /, *, check_bounds=True,
+               memory_order=MemoryOrder.ACQ_REL, memory_scope=MemoryScope.DEVICE):
+    """array[indices] = min(array[indices], update) per element (32/64-bit integers)."""
+
+
+@_tile_only
+def atomic_and(array, indices, update, /, *, check_bounds=True,
+               memory_order=MemoryOrder.ACQ_REL, memory_scope=MemoryScope.DEVICE):
+    """array[indices] &= update per element (32/64-bit integers, update of the same dtype)."""
+
+
+@_tile_only
+def atomic_or(array, indices, update, /, *, check_bounds=True,
+              memory_order=MemoryOrder.ACQ_REL, memory_scope=MemoryScope.DEVICE):
+    """array[indices] |= update per element (32/64-bit integers, update of the same dtype)."""
+
+
+@_tile_only
+def atomic_xor(array, indices, update, /, *, check_bounds=True,
+               memory_order=MemoryOrder.ACQ_REL, memory_scope=MemoryScope.DEVICE):
+    """array[indices] ^= update per element (32/64-bit integers, update of the same dtype)."""
+
+
+@_tile_only
+def atomic_xchg(array, indices, update, /, *, check_bounds=True,
+                memory_order=MemoryOrder.ACQ_REL, memory_scope=MemoryScope.DEVICE):
+    """array[indices] = update per element, returning the old values (32/64-bit
+    integers, float32, float64)."""
+
+
+@_tile_only
+def atomic_cas(array, indices, expected, desired, /, *, check_bounds=True,
+               memory_order=MemoryOrder.ACQ_REL, memory_scope=MemoryScope.DEVICE):
+    """Per element: if array[indices] equals `expected` (bit for bit), write `desired`;
+    returns the old values (`expected` where the index is out of bounds)."""
+
+
+# --- scans and custom reductions ----------------------------------------------------
+@_tile_only
+def cumsum(x, /, axis=0, *, reverse=False, rounding_mode=None, flush_to_zero=False):
+    """Inclusive cumulative sum along `axis` (reverse=True: from the end). A bool tile
+    sums as int32; integers wrap. Only the default rounding is supported (rounding_mode
+    None or RoundingMode.RN, flush_to_zero False)."""
+
+
+@_tile_only
+def cumprod(x, /, axis=0, *, reverse=False, rounding_mode=None, flush_to_zero=False):
+    """Inclusive cumulative product along `axis`; as cumsum."""
+
+
+@_tile_only
+def scan(x, /, axis, func, identity, *, reverse=False):
+    """Inclusive scan of a tile, or of a tuple of tiles (broadcast to one shape), along
+    `axis` with the combining function `func` (a tile function, a lambda or an operator
+    function: two 0-d tiles in, one out; for a tuple of n tiles, 2n in and a tuple of n
+    out, the earlier elements' values first). `func` must be associative, not
+    commutative; `identity` is its identity (a constant, or a tuple of constants)."""
+
+
+@_tile_only
+def reduce(x, /, axis, func, identity, *, keepdims=False):
+    """Reduction of a tile, or of a tuple of tiles, along `axis` with `func` (as scan)."""

@@ -9,9 +9,13 @@ from ...ir.core import Block, Function, Op, Value
 from ...ir.types import TileType
 from ...language.dtypes import DType
 from .cnames import ctype, header_for
-from .layout import Layout, row_strides
+from .layout import COMPACT_BUDGET, Layout, row_strides, unrolled_size
 
 __all__ = ["ArrayArg", "Ctx", "unravel"]
+
+# In a compact kernel, the most statements a per-thread loop may have unrolled
+# (its trip count times its body); longer loops stay rolled.
+UNROLL_LIMIT = 32
 
 
 @dataclass(frozen=True)
@@ -49,19 +53,24 @@ class Ctx:
     vk: int
     line_directives: bool
     arrays: dict[int, ArrayArg] = field(default_factory=dict)  # value id -> array
+    # value id -> the C++ declarations of the array's kernel parameters
+    array_params: dict[int, list[str]] = field(default_factory=dict)
     constants: dict[int, Any] = field(default_factory=dict)    # value id -> its constant value
     packed: set[int] = field(default_factory=set)  # 16-bit float tiles held as tc::Packed16
     _users: Optional[dict[int, list[Op]]] = None
     _definers: Optional[dict[int, Op]] = None
     names: dict[int, str] = field(default_factory=dict)        # value id -> C++ name
     lines: list[str] = field(default_factory=list)
+    functions: list[str] = field(default_factory=list)  # outlined segments' C++ (outline.py)
     headers: set[str] = field(default_factory=set)
     smem_bytes: int = 0
     slots: int = 0  # block reductions emitted so far (each has its own partials)
     checks: list = field(default_factory=list)  # run-time checks (rules_control.DeviceCheck)
+    barriers: Optional[frozenset] = None  # memory ops after a block barrier (ir/block_order.py)
     frames: list[Frame] = field(default_factory=list)
     emit_block: Callable[["Ctx", Block], None] = None  # set by codegen
     depth: int = 1
+    _compact: Optional[bool] = None
 
     # -- output -------------------------------------------------------------
     def line(self, text: str) -> None:
@@ -84,6 +93,29 @@ class Ctx:
         else:
             name = op.loc.filename.replace("\\", "/").rsplit("/", 1)[-1]
             self.line(f"// {name}:{op.loc.line}: {op.name}")
+
+    @property
+    def compact(self) -> bool:
+        """Whether the kernel is too large to unroll every per-thread loop
+        (layout.unrolled_size over COMPACT_BUDGET). A compact kernel fuses each
+        run of element-wise ops (and a reduction of its result) into one loop
+        over the thread's elements (fusion.py), keeps loops longer than
+        UNROLL_LIMIT statements rolled, so that its code grows with its ops,
+        not with ops times elements per thread, and emits its blocks in
+        outlined functions of bounded size (outline.py); fragments that a
+        rolled loop indexes or a call passes live in local memory. Other
+        kernels are emitted fully unrolled, fragments in registers."""
+        if self._compact is None:
+            self._compact = unrolled_size(self.fn, self.threads, self.vk) > COMPACT_BUDGET
+        return self._compact
+
+    def unroll(self, trip: int, body: int = 1) -> str:
+        """The pragma before a per-thread loop of `trip` iterations of `body`
+        statements: full unrolling, except in a compact kernel when the
+        unrolled loop would exceed UNROLL_LIMIT statements."""
+        if self.compact and trip * body > UNROLL_LIMIT:
+            return "#pragma unroll 1"
+        return "#pragma unroll"
 
     # -- values -------------------------------------------------------------
     def uses(self, dt: DType) -> str:
@@ -126,6 +158,12 @@ class Ctx:
         """C++ expression of a scalar (0-d, replicated) tile's value."""
         return f"{self.name(v)}.v[0]"
 
+    def helper(self, text: str) -> None:
+        """Define a device function (C++ `text`) ahead of every other function
+        of the kernel, once."""
+        if text not in self.functions:
+            self.functions.insert(0, text)
+
     def need_smem(self, nbytes: int) -> None:
         self.smem_bytes = max(self.smem_bytes, (nbytes + 15) // 16 * 16)
 
@@ -140,9 +178,9 @@ class Ctx:
 
     # -- idioms -------------------------------------------------------------
     def for_each(self, layout: Layout, body: list[str], *, need_e: bool = True) -> None:
-        """Emit an unrolled loop over this thread's elements k (with e = the
-        element's linear index) running `body`."""
-        self.line("#pragma unroll")
+        """Emit a loop over this thread's elements k (with e = the
+        element's linear index) running `body` (rolled if too long: see unroll)."""
+        self.line(self.unroll(layout.per_thread, len(body)))
         self.open(f"for (int k = 0; k < {layout.per_thread}; ++k)")
         if need_e:
             self.line(f"const int e = {layout.elem('k')};")

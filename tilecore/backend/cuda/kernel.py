@@ -17,7 +17,7 @@ from typing import Sequence
 
 from ...ir.block_reuse import streams
 from ...ir.core import Function
-from ...ir.effects import written_params
+from ...ir.effects import orders_memory, written_params
 from ...ir.types import ArrayType
 from ...language.dtypes import DType
 from .cnames import scalar_format
@@ -102,6 +102,7 @@ def _signature(fn: Function, arrays: dict[int, ArraySpec], ctx: Ctx):
     """C++ parameters, body prologue lines and the ParamSlots."""
     decls, prologue, slots = [], [], []
     written = written_params(fn)
+    shared = written if orders_memory(fn) else frozenset()  # written by other blocks, too
     for p in fn.params:
         t = p.value.type
         base = f"arg{p.index}"
@@ -113,14 +114,17 @@ def _signature(fn: Function, arrays: dict[int, ArraySpec], ctx: Ctx):
                            t.dtype, spec.aligned16, spec.unit_stride, spec.whole_vectors)
             ctx.arrays[p.value.id] = arr
             # Array arguments never overlap (checked at launch), so every pointer is
-            # __restrict__; one the kernel never writes is also const, which lets the
+            # __restrict__ (but those a kernel that orders accesses writes: see
+            # ir/effects.py); one the kernel never writes is also const, which lets the
             # compiler use the read-only data path (ld.global.nc).
             const = "" if p.index in written else "const "
             wide = t.index_dtype.bits == 64
             dim_type, dim_code = ("long long", "q") if wide else ("int", "i")
-            decls += [f"{const}{ct}* __restrict__ {arr.ptr}"]
+            restrict = "" if p.index in shared else " __restrict__"
+            decls += [f"{const}{ct}*{restrict} {arr.ptr}"]
             decls += [f"{dim_type} {d}" for d in arr.dims]
             decls += [f"long long {s}" for s in arr.strides]
+            ctx.array_params[p.value.id] = decls[-(1 + 2 * t.ndim):]  # for outline.py
             slots.append(ParamSlot(p.index, p.name, "array", t.dtype, t.ndim,
                                    "Q" + dim_code * t.ndim + "q" * t.ndim))
             continue
@@ -161,6 +165,7 @@ def generate(fn: Function, arrays: dict[int, ArraySpec], options: CodegenOptions
     headers = ["tilecore/core.cuh"] + sorted(ctx.headers)
     src = [f"// tilecore kernel {fn.name}: {threads} threads, {ctx.smem_bytes} bytes smem"]
     src += [f'#include "{h}"' for h in headers]
+    src += [""] + ctx.functions if ctx.functions else []  # a compact kernel's (outline.py)
     src += ["", f'extern "C" __global__ void __launch_bounds__({bounds})']
     params = (",\n" + " " * (len(entry) + 1)).join(decls)
     src += [f"{entry}({params}) {{", "  tc::wait_for_prior_grid();"]

@@ -14,7 +14,15 @@ from dataclasses import dataclass
 from ...ir.core import Function
 from ...ir.types import ArrayType, TileType
 
-__all__ = ["Layout", "kernel_vector_width", "choose_threads", "row_strides"]
+__all__ = ["Layout", "kernel_vector_width", "choose_threads", "row_strides", "unrolled_size",
+           "COMPACT_BUDGET"]
+
+# Element operations per thread (unrolled_size) above which a kernel is emitted
+# compactly (see emit.Ctx.compact). NVVM's optimizer takes time superlinear in
+# the straight-line code of one function: fully unrolled element-wise chains of
+# 1700, 3500, 8800 and 36000 element operations compiled in 0.4, 0.8, 3 and 90 s
+# (NVRTC 13.5, 2 cores; benchmarks/bench_compile_length.py).
+COMPACT_BUDGET = 4096
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,25 @@ def choose_threads(fn: Function, num_threads: int | None) -> int:
         return num_threads
     t = min(max(_largest_tile(fn) // (2 * kernel_vector_width(fn)), 32), 512)
     return 1 << (t.bit_length() - 1)
+
+
+# What a reduction's block-wide steps (shuffles, shared memory) weigh in unrolled_size.
+_REDUCTION_STEPS = 32
+
+
+def unrolled_size(fn: Function, threads: int, vk: int) -> int:
+    """Element operations per thread in `fn` with every per-thread loop unrolled:
+    for each op (a loop body counted once), the elements per thread of its
+    largest tile (result or operand), plus _REDUCTION_STEPS for a reduction. A
+    measure of the straight-line code the compiler receives."""
+    total = 0
+    for op in fn.walk():
+        tiles = [v.type for v in (*op.results, *op.operands) if isinstance(v.type, TileType)]
+        if tiles:
+            total += Layout(max(t.size for t in tiles), threads, vk).per_thread
+        if op.name in ("reduce", "argreduce"):
+            total += _REDUCTION_STEPS
+    return total
 
 
 def row_strides(shape: tuple[int, ...]) -> list[int]:

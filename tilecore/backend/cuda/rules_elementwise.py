@@ -12,7 +12,7 @@ from ...language.enums import RoundingMode
 from .cnames import literal
 from .emit import Ctx
 
-__all__ = ["RULES"]
+__all__ = ["RULES", "ELEMENT_EXPRS", "element_arg"]
 
 
 def _constant(ctx: Ctx, op: Op) -> None:
@@ -52,30 +52,34 @@ def element_arg(ctx: Ctx, v) -> str:
     return f"{ctx.name(v)}.v[k]"
 
 
-def _elementwise(ctx: Ctx, op: Op, expr: str, need_e: bool = False) -> None:
-    """Declare the result and fill it element by element with `expr` (in k, e)."""
+def _elementwise(ctx: Ctx, op: Op, need_e: bool = False) -> None:
+    """Declare the result and fill it element by element with the op's
+    ELEMENT_EXPRS expression (in k, e) of its operands' elements."""
+    expr = ELEMENT_EXPRS[op.name](ctx, op, [element_arg(ctx, v) for v in op.operands])
     out = ctx.declare(op.result)
     ctx.for_each(ctx.layout(op.result.type), [f"{out}.v[k] = {expr};"], need_e=need_e)
 
 
+def _iota_expr(ctx: Ctx, op: Op, args: list[str]) -> str:
+    return f"({ctx.uses(op.result.type.dtype)})e"
+
+
 def _iota(ctx: Ctx, op: Op) -> None:
-    ct = ctx.uses(op.result.type.dtype)
-    _elementwise(ctx, op, f"({ct})e", need_e=True)
+    _elementwise(ctx, op, need_e=True)
 
 
-def _astype(ctx: Ctx, op: Op) -> None:
+def _astype_expr(ctx: Ctx, op: Op, args: list[str]) -> str:
     x = op.operands[0]
     ctx.uses(x.type.dtype)
     ct = ctx.uses(op.result.type.dtype)
-    if x.id in ctx.packed:  # a load kept as packed words: see rules_memory._load
-        _elementwise(ctx, op, f"tc::unpack_float({ctx.name(x)}, k)")
-        return
-    _elementwise(ctx, op, f"tc::cvt<{ct}>({ctx.name(x)}.v[k])")
+    if x.id in ctx.packed:  # a load kept as packed words: the argument is its float
+        return args[0]
+    return f"tc::cvt<{ct}>({args[0]})"
 
 
-def _unary(ctx: Ctx, op: Op) -> None:
+def _unary_expr(ctx: Ctx, op: Op, args: list[str]) -> str:
     fn = op.attrs["fn"] + ("_approx" if op.attrs.get("rounding") is RoundingMode.APPROX else "")
-    _elementwise(ctx, op, f"tc::op_{fn}({ctx.name(op.operands[0])}.v[k])")
+    return f"tc::op_{fn}({args[0]})"
 
 
 def _exact_reciprocal(ctx: Ctx, divisor) -> Optional[float]:
@@ -97,23 +101,41 @@ def _exact_reciprocal(ctx: Ctx, divisor) -> Optional[float]:
     return inv if float(finfo.smallest_subnormal) <= abs(inv) <= float(finfo.max) else None
 
 
-def _binary(ctx: Ctx, op: Op) -> None:
-    a, b = (ctx.name(v) for v in op.operands)
+def _plain_division(op: Op) -> bool:
+    """A truediv with the default IEEE rounding (no rounding_mode, no ftz)."""
+    return op.attrs["fn"] == "truediv" and not (op.attrs.get("rounding") or op.attrs.get("ftz"))
+
+
+def _reciprocal(ctx: Ctx, op: Op) -> Optional[str]:
+    """The C++ literal 1/c when `op` is a plain division by a constant c whose
+    reciprocal gives the identical product (see _exact_reciprocal)."""
+    if not _plain_division(op):
+        return None
+    inv = _exact_reciprocal(ctx, op.operands[1])
+    if inv is None or op.operands[0].type.dtype != op.operands[1].type.dtype:
+        return None
+    return literal(op.operands[1].type.dtype, inv)
+
+
+def _binary_expr(ctx: Ctx, op: Op, args: list[str]) -> str:
+    a, b = args
     fn = f"op_{op.attrs['fn']}"
-    if op.attrs["fn"] == "truediv" and (op.attrs.get("rounding") or op.attrs.get("ftz")):
+    inv = _reciprocal(ctx, op)
+    if op.attrs["fn"] == "truediv" and not _plain_division(op):
         mode = op.attrs.get("rounding") or RoundingMode.RN
         fn = f"div_{mode.name.lower()}" + ("_ftz" if op.attrs.get("ftz") else "")
-    elif op.attrs["fn"] == "truediv":
-        inv = _exact_reciprocal(ctx, op.operands[1])
-        if inv is not None and op.operands[0].type.dtype == op.operands[1].type.dtype:
-            const = literal(op.operands[1].type.dtype, inv)
-            _elementwise(ctx, op, f"tc::op_mul({a}.v[k], {const})")
-            return
+    elif inv is not None:
+        return f"tc::op_mul({a}, {inv})"
+    return f"tc::{fn}({a}, {b})"
+
+
+def _binary(ctx: Ctx, op: Op) -> None:
+    if _plain_division(op) and _reciprocal(ctx, op) is None:
         divisor = _broadcast_scalar(ctx, op.operands[1])
         if divisor is not None:
-            _divide_by_scalar(ctx, op, a, divisor)
+            _divide_by_scalar(ctx, op, ctx.name(op.operands[0]), divisor)
             return
-    _elementwise(ctx, op, f"tc::{fn}({a}.v[k], {b}.v[k])")
+    _elementwise(ctx, op)
 
 
 _DIV_CHUNK = 4  # elements checked together: short live ranges, one branch per chunk (H100: 4 best)
@@ -155,19 +177,23 @@ def _broadcast_scalar(ctx: Ctx, divisor) -> Optional[Any]:
     return op.operands[0]
 
 
-def _compare(ctx: Ctx, op: Op) -> None:
+def _compare_expr(ctx: Ctx, op: Op, args: list[str]) -> str:
     ctx.uses(op.operands[0].type.dtype)
-    a, b = (ctx.name(v) for v in op.operands)
-    _elementwise(ctx, op, f"tc::op_{op.attrs['fn']}({a}.v[k], {b}.v[k])")
+    return f"tc::op_{op.attrs['fn']}({args[0]}, {args[1]})"
 
 
-def _where(ctx: Ctx, op: Op) -> None:
-    c, a, b = (ctx.name(v) for v in op.operands)
-    _elementwise(ctx, op, f"{c}.v[k] ? {a}.v[k] : {b}.v[k]")
+def _where_expr(ctx: Ctx, op: Op, args: list[str]) -> str:
+    return f"{args[0]} ? {args[1]} : {args[2]}"
 
+
+# op name -> the C++ expression of one result element, given the C++
+# expressions of the operands' corresponding elements (k and e in scope).
+# Shared by the per-op loops here and the fused loops of fusion.py.
+ELEMENT_EXPRS = {"iota": _iota_expr, "astype": _astype_expr, "unary": _unary_expr,
+                 "binary": _binary_expr, "compare": _compare_expr, "where": _where_expr}
 
 RULES = {
     "constant": _constant, "bid": _bid, "num_blocks": _num_blocks, "array_dim": _array_dim,
-    "array_stride": _array_stride, "iota": _iota, "astype": _astype, "unary": _unary,
-    "binary": _binary, "compare": _compare, "where": _where,
+    "array_stride": _array_stride, "iota": _iota, "astype": _elementwise, "unary": _elementwise,
+    "binary": _binary, "compare": _elementwise, "where": _elementwise,
 }

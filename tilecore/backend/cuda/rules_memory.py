@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ...ir.block_order import barrier_before
 from ...ir.core import Op
 from ...language import dtypes as D
 from .cnames import padding_value
@@ -280,4 +281,18 @@ def _scatter(ctx: Ctx, op: Op) -> None:
     ctx.for_each(lay, [f"if ({cond}) {st}" if cond else st], need_e=lay.partial)
 
 
-RULES = {"load": _load, "store": _store, "gather": _gather, "scatter": _scatter}
+def ordered_in_block(rule):
+    """`rule` preceded by a block barrier where the access may touch an element
+    another thread of the block accessed before it (ir/block_order.py)."""
+    def ordered(ctx: Ctx, op: Op) -> None:
+        if ctx.barriers is None:
+            ctx.barriers = barrier_before(ctx.fn)
+        if id(op) in ctx.barriers:
+            ctx.line("__syncthreads();  // the block's earlier accesses of this array first")
+        rule(ctx, op)
+    ordered.__name__ = rule.__name__
+    return ordered
+
+
+RULES = {name: ordered_in_block(rule) for name, rule in
+         {"load": _load, "store": _store, "gather": _gather, "scatter": _scatter}.items()}

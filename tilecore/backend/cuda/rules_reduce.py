@@ -1,7 +1,11 @@
 """Rules for reduce and argreduce. A reduction to one element runs thread ->
 warp shuffles -> shared memory (tc::block_allreduce, with partials of its own
 per call site) and leaves the result in every thread; other reductions stage the tile in shared memory and each
-thread folds the reduced extent for its own output elements, in order."""
+thread folds the reduced extent for its own output elements, in order.
+
+In a compact kernel (emit.Ctx.compact) a reduction to one element folds its
+operand in the fused loop that computes it (fusion.py: begin_fold, fold_step,
+end_fold) and calls one shared copy of the block-wide steps (tc_allreduce)."""
 from __future__ import annotations
 
 import math
@@ -11,7 +15,7 @@ from ...ir.core import Op
 from .emit import Ctx, unravel
 from .layout import row_strides
 
-__all__ = ["RULES"]
+__all__ = ["RULES", "fusible_fold", "begin_fold", "fold_step", "end_fold"]
 
 _REDUCERS = {"sum": "RSum", "prod": "RProd", "max": "RMax", "min": "RMin",
              "argmax": "RArgMax", "argmin": "RArgMin"}
@@ -19,6 +23,17 @@ _REDUCERS = {"sum": "RSum", "prod": "RProd", "max": "RMax", "min": "RMin",
 
 def _reducer(ctx: Ctx, fn: str, x) -> str:
     return f"tc::{_REDUCERS[fn]}<{ctx.uses(x.type.dtype)}>"
+
+
+# A compact kernel (emit.Ctx.compact) calls one copy of the warp and block
+# steps per reducer and block size instead of inlining them at every call site
+# (a third of the PTX of a kernel that reduces every third line). The calls
+# share one set of partials, so each waits a second time before returning.
+_ALLREDUCE_CALL = """template <class R, int NT>
+static __device__ __noinline__ typename R::A tc_allreduce(typename R::A x) {
+  return tc::block_allreduce<R, NT, 0, true>(x);
+}
+"""
 
 
 def _block_reduce(ctx: Ctx, op: Op, term: str, result: str) -> None:
@@ -42,10 +57,54 @@ def _block_reduce(ctx: Ctx, op: Op, term: str, result: str) -> None:
         ctx.line(f"auto acc = {first};")
         ctx.line("#pragma unroll")
         ctx.line(f"for (int k = 1; k < {lay.per_thread}; ++k) {step}")
-    reused = "true" if ctx.in_loop() else "false"
-    ctx.line(f"acc = tc::block_allreduce<{r}, {ctx.threads}, {ctx.new_slot()}, {reused}>(acc);")
+    _allreduce(ctx, r, "acc")
     ctx.for_each(ctx.layout(op.result.type), [f"{out}.v[k] = {result};"], need_e=False)
     ctx.close()
+
+
+def _allreduce(ctx: Ctx, r: str, acc: str) -> None:
+    """Combine `acc` over the block (every thread gets the result)."""
+    if ctx.compact:
+        ctx.helper(_ALLREDUCE_CALL)
+        ctx.line(f"{acc} = tc_allreduce<{r}, {ctx.threads}>({acc});")
+    else:
+        reused = "true" if ctx.in_loop() else "false"
+        ctx.line(f"{acc} = tc::block_allreduce<{r}, {ctx.threads}, {ctx.new_slot()}, {reused}>({acc});")
+
+
+# -- a reduction to one element fused with the loop computing its operand (fusion.py)
+
+def fusible_fold(op: Op) -> bool:
+    """Whether `op` reduces a tile to one element: its per-thread fold can then
+    run in the fused loop that computes its operand."""
+    return op.name in RULES and op.result.type.size == 1 and op.operands[0].type.size > 1
+
+
+def begin_fold(ctx: Ctx, op: Op) -> None:
+    """Before the loop: the accumulator, at the reducer's identity."""
+    r = _reducer(ctx, op.attrs["fn"], op.operands[0])
+    ctx.line(f"auto acc{op.result.id} = {r}::identity();")
+
+
+def fold_step(ctx: Ctx, op: Op, arg: str) -> str:
+    """In the loop: the statement folding `arg`, this thread's k-th element of
+    the operand (with e, its linear index, in scope)."""
+    x = op.operands[0]
+    r = _reducer(ctx, op.attrs["fn"], x)
+    acc = f"acc{op.result.id}"
+    term = f"{r}::in({arg})" if op.name == "reduce" else f"{r}::make({arg}, e)"
+    guard = ctx.layout(x.type).valid("e")
+    step = f"{acc} = {r}::combine({acc}, {term});"
+    return f"if ({guard}) {step}" if guard else step
+
+
+def end_fold(ctx: Ctx, op: Op) -> None:
+    """After the loop: the block-wide steps and the one-element result."""
+    r = _reducer(ctx, op.attrs["fn"], op.operands[0])
+    acc = f"acc{op.result.id}"
+    out = ctx.declare(op.result)
+    _allreduce(ctx, r, acc)
+    ctx.line(f"{out}.v[0] = {f'{r}::out({acc})' if op.name == 'reduce' else f'{acc}.i'};")
 
 
 def _fold_staged(ctx: Ctx, op: Op, axes: tuple[int, ...], term, result: str) -> None:
@@ -66,10 +125,12 @@ def _fold_staged(ctx: Ctx, op: Op, axes: tuple[int, ...], term, result: str) -> 
     mr = unravel("r", red_shape)
     off = " + ".join(f"{mi} * {rs[a]}" for mi, a in zip(mr, axes) if mi != "0") or "0"
     lay = ctx.layout(op.result.type)
+    extent = math.prod(red_shape)
     body = [
         f"const int base = {base};",
         f"auto acc = {r}::identity();",
-        f"for (int r = 0; r < {math.prod(red_shape)}; ++r) "
+        *([ctx.unroll(extent)] if ctx.compact else []),  # else NVVM unrolls it, 64 loads
+        f"for (int r = 0; r < {extent}; ++r) "
         f"acc = {r}::combine(acc, {term(f'{sm}[base + {off}]')});",
         f"{out}.v[k] = {result};",
     ]

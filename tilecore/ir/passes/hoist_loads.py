@@ -13,7 +13,10 @@ arrays cannot change what it reads. Leaf ops with no tile operands (constants, b
 go first in their block, so reads indexed by them can move. Reads never move
 above an if/for/while
 (it may break out of the enclosing loop, and the read would then run where
-the program never runs it), nor into or out of regions.
+the program never runs it), nor into or out of regions. Atomics and loads or
+stores with a memory order are fences for this pass: no read moves above one
+(an acquire orders later reads after it; other blocks may write what follows
+it), and an ordered load itself never moves.
 """
 from __future__ import annotations
 
@@ -28,6 +31,11 @@ _LEAVES = ("constant", "bid", "num_blocks", "array_dim", "array_stride")
 _WRITES = ("store", "scatter")
 
 
+def _fence(op: Op) -> bool:
+    """An atomic, or a load/store with a memory order."""
+    return op.name in ("atomic_rmw", "atomic_cas") or "memory_order" in op.attrs
+
+
 def _hoist_block(block: Block) -> None:
     for op in block.ops:
         for region in op.regions:
@@ -38,12 +46,12 @@ def _hoist_block(block: Block) -> None:
         if op.name in _LEAVES:
             continue
         pos = len(new)
-        if op.name in _READS:
+        if op.name in _READS and not _fence(op):
             needs = {v.id for v in op.operands}
             array = op.operands[0].id
             while pos > 0:
                 prev = new[pos - 1]
-                if prev.name in _READS or prev.regions or \
+                if prev.name in _READS or prev.regions or _fence(prev) or \
                         any(r.id in needs for r in prev.results) or \
                         (prev.name in _WRITES and prev.operands[0].id == array):
                     break  # reads keep their order; see the module docstring for the rest

@@ -46,6 +46,26 @@ __device__ inline float decode_minifloat(unsigned int code) {
   return __int_as_float((int)(((e - bias + 127) << 23) | (m << (23 - MB))));
 }
 
+// x rounded to float with round-to-odd: truncate, then set the last bit when
+// bits were dropped. A second rounding of the result to a format at least two
+// bits narrower than float (tfloat32, the float8 formats) is then the single
+// correct rounding of x; a plain (float)x first would round twice.
+__device__ inline float f32_round_odd(float f, bool inexact) {
+  return inexact ? __int_as_float(__float_as_int(f) | 1) : f;
+}
+__device__ inline float to_f32_odd(double x) {
+  const float f = __double2float_rz(x);
+  return f32_round_odd(f, x == x && (double)f != x);
+}
+__device__ inline float to_f32_odd(long long x) {
+  const float f = __ll2float_rz(x);
+  return f32_round_odd(f, (long long)f != x);
+}
+__device__ inline float to_f32_odd(unsigned long long x) {
+  const float f = __ull2float_rz(x);
+  return f32_round_odd(f, (unsigned long long)f != x);
+}
+
 }  // namespace detail
 
 template <> struct Num<f8e4m3> : FloatNum<f8e4m3, float> {
@@ -103,9 +123,11 @@ template <> struct Num<f8e8m0> : FloatNum<f8e8m0, float> {
     const unsigned int c = e + (m >= 0x400000u ? 1u : 0u);
     return f8e8m0{(unsigned char)(c >= 0xFFu ? 0xFFu : c)};
   }
-  __device__ static f8e8m0 from_float(double x) { return from_float((float)x); }
-  __device__ static f8e8m0 from_i64(long long x) { return from_float((double)x); }
-  __device__ static f8e8m0 from_u64(unsigned long long x) { return from_float((double)x); }
+  __device__ static f8e8m0 from_float(double x) { return from_float(detail::to_f32_odd(x)); }
+  __device__ static f8e8m0 from_i64(long long x) { return from_float(detail::to_f32_odd(x)); }
+  __device__ static f8e8m0 from_u64(unsigned long long x) {
+    return from_float(detail::to_f32_odd(x));
+  }
 };
 
 template <> struct Num<f4e2m1> : FloatNum<f4e2m1, float> {
@@ -135,9 +157,11 @@ template <> struct Num<tf32> : FloatNum<tf32, float> {
     b += 0xFFFu + ((b >> 13) & 1u);
     return tf32{__int_as_float((int)(b & 0xFFFFE000u))};
   }
-  __device__ static tf32 from_float(double x) { return from_float((float)x); }
-  __device__ static tf32 from_i64(long long x) { return from_float((float)x); }
-  __device__ static tf32 from_u64(unsigned long long x) { return from_float((float)x); }
+  __device__ static tf32 from_float(double x) { return from_float(detail::to_f32_odd(x)); }
+  __device__ static tf32 from_i64(long long x) { return from_float(detail::to_f32_odd(x)); }
+  __device__ static tf32 from_u64(unsigned long long x) {
+    return from_float(detail::to_f32_odd(x));
+  }
 };
 
 // astype: element-wise conversion with the rules of the IR's astype op.

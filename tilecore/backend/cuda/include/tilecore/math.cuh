@@ -171,6 +171,7 @@ template <class T> __device__ __forceinline__ T op_floordiv(T a, T b) {
     py_fmod(Num<T>::up(a), Num<T>::up(b), &d);
     return Num<T>::down(d);
   } else if constexpr (Num<T>::kind == kSigned) {
+    if (b == (T)-1) return op_neg(a);  // min / -1 overflows in C++ (undefined); it wraps
     T q = (T)(a / b);
     if ((T)(a % b) != 0 && ((a < 0) != (b < 0))) q = (T)(q - 1);
     return q;
@@ -184,6 +185,7 @@ template <class T> __device__ __forceinline__ T op_mod(T a, T b) {
     typename Num<T>::C d;
     return Num<T>::down(py_fmod(Num<T>::up(a), Num<T>::up(b), &d));
   } else if constexpr (Num<T>::kind == kSigned) {
+    if (b == (T)-1) return (T)0;  // min % -1 is undefined in C++; the remainder is 0
     T r = (T)(a % b);
     if (r != 0 && ((r < 0) != (b < 0))) r = (T)(r + b);
     return r;

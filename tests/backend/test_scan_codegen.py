@@ -1,0 +1,309 @@
+"""CUDA code for scan and fold: what the generated C++ does (a last-axis scan
+stays in registers, other axes go through shared memory, a scan in a loop
+waits before its partials are rewritten), every dtype and shape compiling for
+sm_80 and sm_90, tc::tile_scan itself checked on the CPU (the header compiled
+by the host compiler, threads emulated), and on the GPU against NumPy."""
+import math
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tilecore as ct
+
+ARCHS = ("sm_80", "sm_90")
+INCLUDE = Path(ct.__file__).parent / "backend" / "cuda" / "include"
+RNG = np.random.default_rng(2014)
+
+
+def affine(a1, b1, a2, b2):
+    """Composition of x -> a1 x + b1 and x -> a2 x + b2: associative, not commutative."""
+    return a1 * a2, a2 * b1 + b2
+
+
+@ct.kernel
+def cumsum_1d(x, y, T: ct.Constant[int], REV: ct.Constant[bool]):
+    t = ct.load(x, (ct.bid(0),), (T,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(y, (ct.bid(0),), ct.cumsum(t, reverse=REV))
+
+
+@ct.kernel
+def affine_2d(a, b, oa, ob, M: ct.Constant[int], N: ct.Constant[int], AX: ct.Constant[int],
+              REV: ct.Constant[bool]):
+    ta = ct.load(a, (ct.bid(0), 0), (M, N))
+    tb = ct.load(b, (ct.bid(0), 0), (M, N))
+    ra, rb = ct.scan((ta, tb), AX, affine, (1, 0), reverse=REV)
+    ct.store(oa, (ct.bid(0), 0), ra)
+    ct.store(ob, (ct.bid(0), 0), rb)
+
+
+@ct.kernel
+def fold_2d(a, b, oa, ob, M: ct.Constant[int], N: ct.Constant[int], AX: ct.Constant[int]):
+    ta = ct.load(a, (ct.bid(0), 0), (M, N))
+    tb = ct.load(b, (ct.bid(0), 0), (M, N))
+    ra, rb = ct.reduce((ta, tb), AX, affine, (1, 0), keepdims=True)
+    ct.store(oa, (ct.bid(0), 0), ra)
+    ct.store(ob, (ct.bid(0), 0), rb)
+
+
+@ct.kernel
+def scan_in_loop(x, y, n):
+    acc = ct.zeros((256,), ct.float32)
+    for i in range(n):
+        acc = acc + ct.cumsum(ct.load(x, (i,), (256,)))
+    ct.store(y, (0,), acc)
+
+
+@ct.kernel
+def copy_only(x, y):
+    ct.store(y, (0,), ct.load(x, (0,), (256,)))
+
+
+def _source(kernel, args, arch="sm_90"):
+    return ct.compile(kernel, args, arch=arch).source
+
+
+def test_last_axis_scan_stays_in_registers():
+    x = np.zeros(4096, np.float32)
+    src = _source(cumsum_1d, (x, x.copy(), 4096, False))
+    assert '#include "tilecore/scan.cuh"' in src
+    assert "tc::tile_scan<512, 4096, 4, 4096, false, false>" in src
+    assert "tc_smem" not in src   # the layout is scanned in place: no staging
+
+
+def test_other_axis_is_staged_and_reverse_reaches_the_header():
+    a = np.zeros((64, 8), np.int32)
+    src = _source(affine_2d, (a, a, a.copy(), a.copy(), 64, 8, 0, True))
+    assert "tc_smem" in src and ", true, false>(" in src
+
+
+def test_scan_in_a_loop_waits_before_reuse():
+    x = np.zeros(1024, np.float32)
+    assert ", false, true>(" in _source(scan_in_loop, (x, x[:256].copy(), 4))
+
+
+def test_no_scan_header_without_scans():
+    x = np.zeros(256, np.float32)
+    assert "scan.cuh" not in _source(copy_only, (x, x.copy()))
+
+
+@ct.kernel
+def every_dtype(x, y, z, T: ct.Constant[int]):
+    t = ct.load(x, (0,), (T,))
+    ct.store(y, (0,), ct.cumsum(t, reverse=True) + ct.cumprod(t))
+    ct.store(z, (0,), ct.scan(t, 0, ct.maximum, 0))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float32, np.float64,
+                                   np.int8, np.uint16, np.int32, np.uint64, np.int64])
+@pytest.mark.parametrize("tile", [16, 1024])
+def test_every_dtype_compiles(dtype, tile):
+    x = np.zeros(tile, dtype)
+    for arch in ARCHS:
+        ct.compile(every_dtype, (x, x.copy(), x.copy(), tile), arch=arch)
+
+
+@pytest.mark.parametrize("shape, axis", [((4, 256), 1), ((256, 4), 0), ((2, 4096), 1),
+                                         ((32, 32), 0), ((1, 8192), 1), ((8, 2), 1)])
+def test_shapes_compile(shape, axis):
+    a = np.zeros(shape, np.int32)
+    for arch in ARCHS:
+        ct.compile(affine_2d, (a, a, a.copy(), a.copy(), *shape, axis, False), arch=arch)
+        out = np.zeros(tuple(1 if i == axis else s for i, s in enumerate(shape)), np.int32)
+        ct.compile(fold_2d, (a, a, out, out.copy(), *shape, axis), arch=arch)
+
+
+# --- tc::tile_scan on the CPU --------------------------------------------------------------------
+_EMULATION = r"""
+// tc::tile_scan compiled by the host compiler: NT std::threads, a barrier for
+// __syncthreads and around every shuffle (tile_scan calls them uniformly).
+#include <barrier>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+#include <vector>
+struct Dim { int x; };
+thread_local Dim threadIdx;
+static std::barrier<>* g_bar;
+static std::vector<unsigned>* g_buf;
+#define __device__
+#define __forceinline__ inline
+#define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
+inline void __syncthreads() { g_bar->arrive_and_wait(); }
+template <class Pick> unsigned exch(unsigned v, Pick pick) {
+  (*g_buf)[threadIdx.x] = v;
+  g_bar->arrive_and_wait();
+  const int lane = threadIdx.x & 31;
+  const unsigned r = (*g_buf)[threadIdx.x - lane + pick(lane)];
+  g_bar->arrive_and_wait();
+  return r;
+}
+unsigned __shfl_up_sync(unsigned, unsigned v, unsigned d) {
+  return exch(v, [&](int l) { return l >= (int)d ? l - (int)d : l; });
+}
+unsigned __shfl_down_sync(unsigned, unsigned v, unsigned d) {
+  return exch(v, [&](int l) { return l + (int)d < 32 ? l + (int)d : l; });
+}
+unsigned __shfl_sync(unsigned, unsigned v, int s) { return exch(v, [&](int) { return s & 31; }); }
+#include "tilecore/scan.cuh"
+
+// Digit strings (value, 10**length) under concatenation: associative, not commutative.
+struct A { unsigned long long v, p; };
+static A cat(const A& l, const A& r) { return A{l.v * r.p + r.v, l.p * r.p}; }
+
+template <int NT, int N, int V, int L, bool REV>
+int run() {
+  constexpr int P = N / NT > 1 ? N / NT : 1;
+  std::vector<A> x(N), out(N);
+  for (int i = 0; i < N; ++i) x[i] = A{(unsigned long long)(i * 7 + 3) % 10, 10};
+  std::barrier<> bar(NT);
+  std::vector<unsigned> buf(NT);
+  g_bar = &bar;
+  g_buf = &buf;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < NT; ++t) threads.emplace_back([&, t] {
+    threadIdx.x = t;
+    A y[P];
+    for (int k = 0; k < P; ++k) {  // core.cuh's elem(): chunks of V dealt round robin
+      const int e = ((k / V) * NT + t) * V + k % V;
+      y[k] = e < N ? x[e] : A{999, 7};  // threads past a small tile hold garbage
+    }
+    tc::tile_scan<NT, N, V, L, REV, true>(y, cat);
+    for (int k = 0; k < P; ++k) {
+      const int e = ((k / V) * NT + t) * V + k % V;
+      if (e < N) out[e] = y[k];
+    }
+  });
+  for (auto& th : threads) th.join();
+  int bad = 0;
+  for (int s = 0; s < N / L; ++s) {
+    A acc{};
+    for (int i = 0; i < L; ++i) {
+      const int e = s * L + (REV ? L - 1 - i : i);
+      acc = i == 0 ? x[e] : cat(acc, x[e]);
+      bad += out[e].v != acc.v || out[e].p != acc.p;
+    }
+  }
+  if (bad) printf("NT=%d N=%d V=%d L=%d REV=%d: %d wrong\n", NT, N, V, L, (int)REV, bad);
+  return bad != 0;
+}
+
+#define BOTH(NT, N, V, L) fails += run<NT, N, V, L, false>() + run<NT, N, V, L, true>();
+int main() {
+  int fails = 0;
+  BOTH(32, 8, 1, 8)          // fewer elements than threads
+  BOTH(64, 16, 1, 4)         // ... in groups of 4 threads
+  BOTH(128, 64, 1, 64)       // ... a segment over 2 warps, 2 warps idle
+  BOTH(512, 128, 1, 128)
+  BOTH(32, 256, 4, 256)      // one warp, segments over 2 rounds
+  BOTH(32, 256, 4, 64)       // 16-thread groups
+  BOTH(32, 256, 4, 2)        // segments inside chunks
+  BOTH(32, 256, 4, 4)        // a segment per chunk
+  BOTH(128, 1024, 4, 1024)   // 4 warps, 2 rounds
+  BOTH(128, 1024, 4, 256)    // groups of 2 warps
+  BOTH(128, 1024, 4, 16)
+  BOTH(512, 4096, 4, 4096)   // the benchmark's shape
+  BOTH(256, 8192, 8, 4096)   // 4 rounds, 2 per segment
+  BOTH(256, 8192, 8, 8)
+  BOTH(1024, 1024, 1, 1024)  // 32 warps
+  BOTH(1024, 8192, 8, 2048)
+  printf("%d failures\n", fails);
+  return fails != 0;
+}
+"""
+
+
+@pytest.mark.interpreter_only
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (C++20)")
+def test_tile_scan_on_the_cpu(tmp_path):
+    """The scan algorithm of scan.cuh over every kind of segment (within a chunk,
+    a group of lanes, of warps, whole rounds), forward and reverse, against a
+    sequential scan of a non-commutative operation."""
+    src = tmp_path / "emulate.cpp"
+    src.write_text(textwrap.dedent(_EMULATION))
+    exe = tmp_path / "emulate"
+    build = subprocess.run(["g++", "-std=c++20", "-O1", "-pthread", "-w", f"-I{INCLUDE}",
+                            "-o", str(exe), str(src)], capture_output=True, text=True)
+    if build.returncode and "barrier" in build.stderr:
+        pytest.skip("the host compiler has no <barrier>")
+    assert build.returncode == 0, build.stderr[-3000:]
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.strip() == "0 failures", run.stdout[-3000:]
+
+
+# --- on the GPU -----------------------------------------------------------------------------------
+def _affine_ref(a, b, axis, reverse):
+    """Sequential composition along `axis`, int32 wrapping (through int64)."""
+    a, b = np.moveaxis(a, axis, -1).astype(np.int64), np.moveaxis(b, axis, -1).astype(np.int64)
+    ra, rb = np.empty_like(a), np.empty_like(b)
+    idx = range(a.shape[-1] - 1, -1, -1) if reverse else range(a.shape[-1])
+    acc = None
+    for i in idx:
+        cur = (a[..., i], b[..., i])
+        acc = cur if acc is None else tuple(v.astype(np.int32).astype(np.int64)
+                                            for v in affine(*acc, *cur))
+        ra[..., i], rb[..., i] = acc
+    return (np.moveaxis(ra, -1, axis).astype(np.int32), np.moveaxis(rb, -1, axis).astype(np.int32))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tile", [1024, 4096, 8192])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_gpu_cumsum_many_blocks(tile, reverse):
+    cp = pytest.importorskip("cupy")
+    n = 200 * tile - 17
+    x = RNG.uniform(-1, 1, n).astype(np.float32)
+    y = cp.zeros(n, cp.float32)
+    ct.launch(None, (ct.cdiv(n, tile),), cumsum_1d, (cp.asarray(x), y, tile, reverse))
+    got = cp.asnumpy(y)
+    rows = np.zeros(ct.cdiv(n, tile) * tile)
+    rows[:n] = x
+    rows = rows.reshape(-1, tile)
+    if reverse:
+        ref, mag = (np.cumsum(r[:, ::-1], 1)[:, ::-1] for r in (rows, np.abs(rows)))
+    else:
+        ref, mag = np.cumsum(rows, 1), np.cumsum(np.abs(rows), 1)
+    depth = 2 * math.log2(tile) + 8   # any association the layout allows: far below this
+    bound = depth * 2.0 ** -24 * mag
+    assert np.all(np.abs(got - ref.ravel()[:n]) <= bound.ravel()[:n])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape, axis", [((1, 8192), 1), ((4, 1024), 1), ((256, 4), 0),
+                                         ((32, 32), 0), ((8, 2), 1)])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_gpu_noncommutative_scan_and_fold(shape, axis, reverse):
+    cp = pytest.importorskip("cupy")
+    blocks = 3
+    a = RNG.integers(-3, 4, (blocks * shape[0], shape[1])).astype(np.int32)
+    b = RNG.integers(-1000, 1000, a.shape).astype(np.int32)
+    oa, ob = cp.zeros(a.shape, cp.int32), cp.zeros(a.shape, cp.int32)
+    ct.launch(None, (blocks,), affine_2d, (cp.asarray(a), cp.asarray(b), oa, ob, *shape, axis,
+                                          reverse))
+    red = (blocks * shape[0] if axis == 1 else blocks, 1 if axis == 1 else shape[1])
+    fa, fb = cp.zeros(red, cp.int32), cp.zeros(red, cp.int32)
+    ct.launch(None, (blocks,), fold_2d, (cp.asarray(a), cp.asarray(b), fa, fb, *shape, axis))
+    for k in range(blocks):
+        rows = slice(k * shape[0], (k + 1) * shape[0])
+        ea, eb = _affine_ref(a[rows], b[rows], axis, reverse)
+        np.testing.assert_array_equal(cp.asnumpy(oa)[rows], ea)
+        np.testing.assert_array_equal(cp.asnumpy(ob)[rows], eb)
+        ea, eb = _affine_ref(a[rows], b[rows], axis, False)
+        last = [np.take(v, [shape[axis] - 1], axis) for v in (ea, eb)]
+        got = [cp.asnumpy(v)[rows] if axis == 1 else cp.asnumpy(v)[k:k + 1] for v in (fa, fb)]
+        np.testing.assert_array_equal(got[0], last[0])
+        np.testing.assert_array_equal(got[1], last[1])
+
+
+@pytest.mark.gpu
+def test_gpu_scan_in_a_loop():
+    cp = pytest.importorskip("cupy")
+    x = RNG.integers(-5, 5, 8 * 256).astype(np.float32)
+    y = cp.zeros(256, cp.float32)
+    ct.launch(None, (1,), scan_in_loop, (cp.asarray(x), y, 8))
+    np.testing.assert_array_equal(cp.asnumpy(y), np.cumsum(x.reshape(8, 256), 1).sum(0))

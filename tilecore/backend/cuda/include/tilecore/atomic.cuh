@@ -1,0 +1,188 @@
+// Atomics and ordered (strong) global-memory accesses, in inline PTX (no
+// libcu++: compile time). Included only by kernels that use atomics or a
+// load/store with a memory_order other than WEAK.
+//
+// Every element access here is relaxed (a strong access at its scope): the
+// tile-level orders are built around them by the generated code, per block:
+//   release: __syncthreads(); fence_acq_rel<S>(); relaxed accesses
+//   acquire: relaxed accesses; fence_acq_rel<S>(); __syncthreads()
+// (a strong write after an acq_rel fence is a release pattern of the PTX memory
+// model, a strong read before one an acquire pattern; the barrier extends the
+// order to the block's other threads, as cooperative groups' grid sync does).
+// Scope S: 0 = .cta (MemoryScope.BLOCK), 1 = .gpu (DEVICE), 2 = .sys (SYS).
+#pragma once
+
+namespace tc {
+
+template <class U, class T>
+__device__ __forceinline__ U bits_as(const T& x) {
+  static_assert(sizeof(U) == sizeof(T), "bits_as needs types of one size");
+  U u;
+  memcpy(&u, &x, sizeof(U));
+  return u;
+}
+
+// One asm statement with the scope S spliced in between BEFORE and AFTER.
+#define TC_SCOPED_ASM(S, BEFORE, AFTER, ...)                                   \
+  if constexpr ((S) == 0) {                                                    \
+    asm volatile(BEFORE ".cta" AFTER __VA_ARGS__);                             \
+  } else if constexpr ((S) == 1) {                                             \
+    asm volatile(BEFORE ".gpu" AFTER __VA_ARGS__);                             \
+  } else {                                                                     \
+    asm volatile(BEFORE ".sys" AFTER __VA_ARGS__);                             \
+  }
+
+template <int S>
+__device__ __forceinline__ void fence_acq_rel() {
+  TC_SCOPED_ASM(S, "fence.acq_rel", ";", ::: "memory")
+}
+
+// Strong loads and stores of any 1-, 2-, 4- or 8-byte element (bits moved as is).
+template <int S, class T>
+__device__ __forceinline__ T ld_relaxed(const T* p) {
+  if constexpr (sizeof(T) == 1) {
+    unsigned int r;
+    TC_SCOPED_ASM(S, "ld.relaxed", ".global.u8 %0, [%1];", : "=r"(r) : "l"(p) : "memory")
+    return bits_as<T>((unsigned char)r);
+  } else if constexpr (sizeof(T) == 2) {
+    unsigned short r;
+    TC_SCOPED_ASM(S, "ld.relaxed", ".global.b16 %0, [%1];", : "=h"(r) : "l"(p) : "memory")
+    return bits_as<T>(r);
+  } else if constexpr (sizeof(T) == 4) {
+    unsigned int r;
+    TC_SCOPED_ASM(S, "ld.relaxed", ".global.b32 %0, [%1];", : "=r"(r) : "l"(p) : "memory")
+    return bits_as<T>(r);
+  } else {
+    static_assert(sizeof(T) == 8, "ld_relaxed: 1, 2, 4 or 8 bytes");
+    unsigned long long r;
+    TC_SCOPED_ASM(S, "ld.relaxed", ".global.b64 %0, [%1];", : "=l"(r) : "l"(p) : "memory")
+    return bits_as<T>(r);
+  }
+}
+
+template <int S, class T>
+__device__ __forceinline__ void st_relaxed(T* p, T v) {
+  if constexpr (sizeof(T) == 1) {
+    const unsigned int b = bits_as<unsigned char>(v);
+    TC_SCOPED_ASM(S, "st.relaxed", ".global.u8 [%0], %1;", :: "l"(p), "r"(b) : "memory")
+  } else if constexpr (sizeof(T) == 2) {
+    const unsigned short b = bits_as<unsigned short>(v);
+    TC_SCOPED_ASM(S, "st.relaxed", ".global.b16 [%0], %1;", :: "l"(p), "h"(b) : "memory")
+  } else if constexpr (sizeof(T) == 4) {
+    const unsigned int b = bits_as<unsigned int>(v);
+    TC_SCOPED_ASM(S, "st.relaxed", ".global.b32 [%0], %1;", :: "l"(p), "r"(b) : "memory")
+  } else {
+    static_assert(sizeof(T) == 8, "st_relaxed: 1, 2, 4 or 8 bytes");
+    const unsigned long long b = bits_as<unsigned long long>(v);
+    TC_SCOPED_ASM(S, "st.relaxed", ".global.b64 [%0], %1;", :: "l"(p), "l"(b) : "memory")
+  }
+}
+
+// atom_<op>_<type><S>(p, v): one relaxed atomic read-modify-write, returning
+// the old value; red_<op>_<type><S>(p, v): the same without the old value.
+// T is the element type; U the PTX operand type of constraint C (same size).
+#define TC_ATOM(NAME, INSTR, U, C)                                             \
+  template <int S, class T>                                                    \
+  __device__ __forceinline__ T atom_##NAME(T* p, T v) {                        \
+    U r;                                                                       \
+    const U b = bits_as<U>(v);                                                 \
+    TC_SCOPED_ASM(S, "atom.relaxed", ".global." INSTR " %0, [%1], %2;",        \
+                  : "=" C(r) : "l"(p), C(b) : "memory")                        \
+    return bits_as<T>(r);                                                      \
+  }
+
+#define TC_RED(NAME, INSTR, U, C)                                              \
+  template <int S, class T>                                                    \
+  __device__ __forceinline__ void red_##NAME(T* p, T v) {                      \
+    const U b = bits_as<U>(v);                                                 \
+    TC_SCOPED_ASM(S, "red.relaxed", ".global." INSTR " [%0], %1;",             \
+                  :: "l"(p), C(b) : "memory")                                  \
+  }
+
+#define TC_ATOM_RED(NAME, INSTR, U, C) TC_ATOM(NAME, INSTR, U, C) TC_RED(NAME, INSTR, U, C)
+
+TC_ATOM_RED(add_u32, "add.u32", unsigned int, "r")
+TC_ATOM_RED(add_u64, "add.u64", unsigned long long, "l")
+TC_ATOM_RED(add_f32, "add.f32", float, "f")
+TC_ATOM_RED(add_f64, "add.f64", double, "d")
+TC_ATOM_RED(add_f16, "add.noftz.f16", unsigned short, "h")
+TC_ATOM_RED(max_s32, "max.s32", int, "r")
+TC_ATOM_RED(max_u32, "max.u32", unsigned int, "r")
+TC_ATOM_RED(max_s64, "max.s64", long long, "l")
+TC_ATOM_RED(max_u64, "max.u64", unsigned long long, "l")
+TC_ATOM_RED(min_s32, "min.s32", int, "r")
+TC_ATOM_RED(min_u32, "min.u32", unsigned int, "r")
+TC_ATOM_RED(min_s64, "min.s64", long long, "l")
+TC_ATOM_RED(min_u64, "min.u64", unsigned long long, "l")
+TC_ATOM_RED(and_b32, "and.b32", unsigned int, "r")
+TC_ATOM_RED(and_b64, "and.b64", unsigned long long, "l")
+TC_ATOM_RED(or_b32, "or.b32", unsigned int, "r")
+TC_ATOM_RED(or_b64, "or.b64", unsigned long long, "l")
+TC_ATOM_RED(xor_b32, "xor.b32", unsigned int, "r")
+TC_ATOM_RED(xor_b64, "xor.b64", unsigned long long, "l")
+TC_ATOM(exch_b32, "exch.b32", unsigned int, "r")
+TC_ATOM(exch_b64, "exch.b64", unsigned long long, "l")
+
+// atom_cas_<bits><S>(p, expected, desired): the old value; desired is written
+// where it equalled expected, bit for bit.
+#define TC_CAS(NAME, INSTR, U, C)                                              \
+  template <int S, class T>                                                    \
+  __device__ __forceinline__ T atom_##NAME(T* p, T expected, T desired) {      \
+    U r;                                                                       \
+    const U e = bits_as<U>(expected), d = bits_as<U>(desired);                 \
+    TC_SCOPED_ASM(S, "atom.relaxed", ".global." INSTR " %0, [%1], %2, %3;",    \
+                  : "=" C(r) : "l"(p), C(e), C(d) : "memory")                  \
+    return bits_as<T>(r);                                                      \
+  }
+
+TC_CAS(cas_b16, "cas.b16", unsigned short, "h")
+TC_CAS(cas_b32, "cas.b32", unsigned int, "r")
+TC_CAS(cas_b64, "cas.b64", unsigned long long, "l")
+
+// bfloat16 add: the instruction exists from sm_90; below, a compare-and-swap
+// loop computing in float and rounding once, which gives the same result
+// (float has more than twice bfloat16's precision, so the double rounding of
+// a sum is innocuous).
+#if __CUDA_ARCH__ >= 900
+TC_ATOM_RED(add_bf16, "add.noftz.bf16", unsigned short, "h")
+#else
+template <int S, class T>
+__device__ __forceinline__ T atom_add_bf16(T* p, T v) {
+  T old = ld_relaxed<S>(p);
+  unsigned short seen;
+  do {
+    seen = bits_as<unsigned short>(old);
+    const T sum = Num<T>::from_float(Num<T>::to_f(old) + Num<T>::to_f(v));
+    old = atom_cas_b16<S>(p, old, sum);
+  } while (bits_as<unsigned short>(old) != seen);
+  return old;
+}
+
+template <int S, class T>
+__device__ __forceinline__ void red_add_bf16(T* p, T v) {
+  atom_add_bf16<S>(p, v);
+}
+#endif
+
+#undef TC_ATOM_RED
+#undef TC_RED
+#undef TC_ATOM
+#undef TC_CAS
+
+// Thread 0's x in every thread of the block: the result of a one-element
+// atomic or ordered load, which thread 0 alone performs (so that every thread
+// sees the same value and control flow stays uniform). SLOT names the call
+// site (its own shared word); one that runs again (in a loop: REUSED) waits a
+// second time before thread 0 may rewrite the slot.
+template <class T, int SLOT, bool REUSED>
+__device__ __forceinline__ T broadcast0(const T& x) {
+  __shared__ __align__(8) unsigned char slot[sizeof(T)];
+  if (threadIdx.x == 0) memcpy(slot, &x, sizeof(T));
+  __syncthreads();
+  T r;
+  memcpy(&r, slot, sizeof(T));
+  if constexpr (REUSED) __syncthreads();
+  return r;
+}
+
+}  // namespace tc

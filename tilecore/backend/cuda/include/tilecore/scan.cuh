@@ -1,0 +1,141 @@
+// Scans inside a tile (included only by kernels that scan or fold with a
+// combining function): tile_scan and the warp shuffles it is built from.
+#pragma once
+
+namespace tc {
+
+// Shuffles of any trivially copyable value, 32 bits at a time. KIND: 0 up
+// (from lane - d), 1 down (from lane + d), 2 index (from lane d).
+template <int KIND, class A>
+__device__ __forceinline__ A shfl_any(const A& x, int d) {
+  constexpr int W = (int)((sizeof(A) + 3) / 4);
+  unsigned int w[W] = {};
+  memcpy(w, &x, sizeof(A));
+#pragma unroll
+  for (int i = 0; i < W; ++i) {
+    if constexpr (KIND == 0) w[i] = __shfl_up_sync(0xffffffffu, w[i], (unsigned)d);
+    else if constexpr (KIND == 1) w[i] = __shfl_down_sync(0xffffffffu, w[i], (unsigned)d);
+    else w[i] = __shfl_sync(0xffffffffu, w[i], d);
+  }
+  A r;
+  memcpy(&r, w, sizeof(A));
+  return r;
+}
+
+// The value d lanes earlier in scan order (REV: the lane d above).
+template <bool REV, class A>
+__device__ __forceinline__ A shfl_earlier(const A& x, int d) {
+  return shfl_any<REV ? 1 : 0>(x, d);
+}
+
+// In place in y, the inclusive scan of a tile along segments of L consecutive
+// (row-major) elements: y holds this thread's P elements of the register
+// layout of an N-element tile over NT threads in chunks of V (core.cuh,
+// elem()). Round r of the layout is every thread's chunk r, elements
+// [r*NT*V, (r+1)*NT*V): so a segment is part of a chunk (L <= V), G = L/V
+// consecutive threads of one round, or L/(NT*V) whole rounds. REV scans each
+// segment from its end. f(a, b) combines a (the earlier elements in scan
+// order) with b: it must be associative, not commutative, and no identity is
+// used: elements without a predecessor are left as they are.
+//   1. each thread scans its chunks in order (registers);
+//   2. the threads of a segment scan their chunk totals with warp shuffles
+//      (Kogge-Stone), and across warps through the warps' totals in shared
+//      memory (one barrier; REUSED: a second one, in a loop, before they
+//      are rewritten);
+//   3. segments spanning rounds carry each round's total to the next;
+//   4. each element combines the prefix of its chunk.
+// Threads holding no element (N < NT) take part with whatever they hold.
+template <int NT, int N, int V, int L, bool REV, bool REUSED, class A, class F>
+__device__ __forceinline__ void tile_scan(A* y, F f) {
+  constexpr int P = N / NT > 1 ? N / NT : 1;
+  constexpr int R = P / V;
+  static_assert(P % V == 0 && N % L == 0 && NT % 32 == 0, "tile layout");
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+#pragma unroll
+    for (int s = 1; s < V; ++s) {
+      const int j = REV ? V - 1 - s : s;
+      const bool starts = REV ? j % L == L - 1 : j % L == 0;
+      if (L >= V || !starts) y[r * V + j] = f(y[r * V + (REV ? j + 1 : j - 1)], y[r * V + j]);
+    }
+  }
+  if constexpr (L > V) {
+    constexpr int G = L / V < NT ? L / V : NT;  // threads of a segment in one round
+    constexpr int W = G < 32 ? G : 32;
+    constexpr bool ROUNDS = L > NT * V;         // segments span rounds
+    const int lane = (int)threadIdx.x & 31;
+    const int lp = REV ? W - 1 - (lane & (W - 1)) : lane & (W - 1);  // position in scan order
+    A in[R], ex[R], wpre[R], agg[R];
+    bool has_wpre = false;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      A w = y[r * V + (REV ? 0 : V - 1)];
+#pragma unroll
+      for (int d = 1; d < W; d <<= 1) {
+        const A o = shfl_earlier<REV>(w, d);
+        if (lp >= d) w = f(o, w);
+      }
+      in[r] = w;
+      ex[r] = shfl_earlier<REV>(w, 1);  // the lanes before this one (lp > 0)
+    }
+    if constexpr (G > 32) {
+      constexpr int NW = NT / 32, GW = G / 32;
+      __shared__ __align__(16) unsigned char raw[R * NW * sizeof(A)];
+      A* part = reinterpret_cast<A*>(raw);
+      const int wi = (int)threadIdx.x >> 5;
+      if (lane == (REV ? 0 : 31)) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) part[r * NW + wi] = in[r];
+      }
+      __syncthreads();
+      const int wq = REV ? GW - 1 - (wi & (GW - 1)) : wi & (GW - 1);
+      const int lq = REV ? GW - 1 - (lane & (GW - 1)) : lane & (GW - 1);
+      has_wpre = wq > 0;
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        A p = part[r * NW + (lane & (NW - 1))];  // lane i: warp i's total
+#pragma unroll
+        for (int d = 1; d < GW; d <<= 1) {
+          const A o = shfl_earlier<REV>(p, d);
+          if (lq >= d) p = f(o, p);
+        }
+        wpre[r] = shfl_any<2>(p, (REV ? wi + 1 : wi - 1) & 31);
+        if constexpr (ROUNDS) agg[r] = shfl_any<2>(p, REV ? 0 : NW - 1);
+      }
+      if constexpr (REUSED) __syncthreads();
+    } else if constexpr (ROUNDS) {  // one warp
+#pragma unroll
+      for (int r = 0; r < R; ++r) agg[r] = shfl_any<2>(in[r], REV ? 0 : 31);
+    }
+    A carry[R];
+    bool has_carry[R];
+    if constexpr (ROUNDS) {
+      constexpr int RS = L / (NT * V);  // rounds per segment
+#pragma unroll
+      for (int s = 0; s < R; ++s) {
+        const int r = REV ? R - 1 - s : s;
+        const int q = REV ? r + 1 : r - 1;
+        has_carry[r] = REV ? r % RS != RS - 1 : r % RS != 0;
+        if (has_carry[r]) carry[r] = has_carry[q] ? f(carry[q], agg[q]) : agg[q];
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      A pre = in[r];
+      bool has = false;
+      if constexpr (ROUNDS) {
+        if (has_carry[r]) { pre = carry[r]; has = true; }
+      }
+      if constexpr (G > 32) {
+        if (has_wpre) { pre = has ? f(pre, wpre[r]) : wpre[r]; has = true; }
+      }
+      if (lp > 0) { pre = has ? f(pre, ex[r]) : ex[r]; has = true; }
+      if (has) {
+#pragma unroll
+        for (int j = 0; j < V; ++j) y[r * V + j] = f(pre, y[r * V + j]);
+      }
+    }
+  }
+}
+
+}  // namespace tc

@@ -1,0 +1,175 @@
+"""Rules for scan and fold, ops whose region is a combining function.
+
+The region becomes a C++ lambda over a struct holding one element of each
+operand (a tuple scan combines all its tiles at once). The scan itself is
+tc::tile_scan (include/tilecore/scan.cuh): sequential within each thread's
+chunks, warp shuffles and one exchange through shared memory across threads,
+on the tile's own register layout, so a scan along the last axis moves no
+data. A scan along another axis first lays the tile out with that axis last
+(through shared memory) and back afterwards. A fold is a scan whose segment
+totals (the last element of each) go through shared memory to the result's
+layout.
+"""
+from __future__ import annotations
+
+import math
+
+from ...ir.core import Op
+from .cnames import literal
+from .emit import Ctx
+from .rules_elementwise import ELEMENT_EXPRS, element_arg
+
+__all__ = ["RULES"]
+
+_HEADER = "tilecore/scan.cuh"
+
+
+def _expr(ctx: Ctx, op: Op, args: list[str]) -> str:
+    """C++ expression of a region op's value (ir/ops.py lists what a region holds)."""
+    if op.name == "constant":
+        return literal(op.result.type.dtype, op.attrs["value"])
+    if op.name in ("bid", "num_blocks"):
+        return f"(int){'blockIdx' if op.name == 'bid' else 'gridDim'}.{'xyz'[op.attrs['axis']]}"
+    return ELEMENT_EXPRS[op.name](ctx, op, args)
+
+
+def _combiner(ctx: Ctx, op: Op) -> tuple[str, str]:
+    """Emit the element struct and the combining lambda of `op`; their names."""
+    n = len(op.operands)
+    a, f = f"tc_a{op.results[0].id}", f"tc_f{op.results[0].id}"
+    members = " ".join(f"{ctx.uses(x.type.dtype)} m{i};" for i, x in enumerate(op.operands))
+    ctx.line(f"struct {a} {{ {members} }};")
+    region = op.regions[0]
+    names = {arg.id: f"{side}.m{i % n}" for i, (arg, side)
+             in enumerate(zip(region.args, ["l"] * n + ["r"] * n))}
+    ctx.open(f"const auto {f} = [](const {a}& l, const {a}& r) -> {a}")
+    for rop in region.ops:
+        args = [names[v.id] for v in rop.operands]
+        if rop.name == "yield":
+            ctx.line(f"return {a}{{{', '.join(args)}}};")
+        elif rop.name in ("reshape", "broadcast"):
+            names[rop.result.id] = args[0]
+        else:
+            name = f"c{rop.result.id}"
+            ctx.line(f"const {ctx.uses(rop.result.type.dtype)} {name} = {_expr(ctx, rop, args)};")
+            names[rop.result.id] = name
+            if rop.name == "constant":  # for the exact cheaper forms of ELEMENT_EXPRS
+                ctx.constants[rop.result.id] = rop.attrs["value"]
+    ctx.close("};")
+    return a, f
+
+
+def _permuted(shape: tuple[int, ...], axis: int, p: str) -> str:
+    """Row-major index in `shape` of element `p` of the tile with `axis` moved last."""
+    length = shape[axis]
+    inner = math.prod(shape[axis + 1:])
+    return f"((({p}) / {length * inner}) * {length} + ({p}) % {length}) * {inner} + " \
+           f"(({p}) / {length}) % {inner}"
+
+
+def _smem_arrays(ctx: Ctx, op: Op, count: int, tag: str) -> list[str]:
+    """Typed pointers into dynamic shared memory holding `count` elements of
+    each operand's dtype, one after another (16-byte aligned)."""
+    ptrs, offset = [], 0
+    for i, x in enumerate(op.operands):
+        ct = ctx.uses(x.type.dtype)
+        ptr = f"{tag}{op.results[0].id}_{i}"
+        ctx.line(f"{ct}* {ptr} = reinterpret_cast<{ct}*>(tc_smem + {offset});")
+        ptrs.append(ptr)
+        offset += (count * x.type.dtype.itemsize + 15) // 16 * 16
+    ctx.need_smem(offset)
+    return ptrs
+
+
+def _scan_core(ctx: Ctx, op: Op, a: str, f: str, reverse: bool) -> tuple[str, list[str]]:
+    """Emit y, this thread's elements as structs of the tile with the axis laid
+    out last (its element k is element e of that tile), and tc::tile_scan on
+    it. Returns y's name and, when the axis was not last, the shared-memory
+    arrays the operands were staged in (free again: read back into y)."""
+    x0 = op.operands[0]
+    shape, axis = x0.type.shape, op.attrs["axis"]
+    lay = ctx.layout(x0.type)
+    y = f"y{op.results[0].id}"
+    ctx.line(f"{a} {y}[{lay.per_thread}];")
+    guard = f"if ({lay.valid('e')}) " if lay.partial else ""
+    sx: list[str] = []
+    if math.prod(shape[axis + 1:]) == 1:  # the axis is last already: same layout
+        parts = ", ".join(element_arg(ctx, x) for x in op.operands)
+        ctx.for_each(lay, [f"{y}[k] = {a}{{{parts}}};"], need_e=False)
+    else:
+        sx = _smem_arrays(ctx, op, x0.type.size, "sx")
+        ctx.for_each(lay, [f"{guard}{s}[e] = {element_arg(ctx, x)};"
+                           for s, x in zip(sx, op.operands)])
+        ctx.line("__syncthreads();")
+        src = _permuted(shape, axis, "e")
+        parts = ", ".join(f"{s}[src]" for s in sx)
+        ctx.for_each(lay, [f"{guard}{{ const int src = {src}; {y}[k] = {a}{{{parts}}}; }}"])
+        ctx.line("__syncthreads();")
+    reused = "true" if ctx.in_loop() else "false"
+    ctx.line(f"tc::tile_scan<{ctx.threads}, {x0.type.size}, {lay.vec}, {shape[axis]}, "
+             f"{'true' if reverse else 'false'}, {reused}>({y}, {f});")
+    return y, sx
+
+
+def _trivial(ctx: Ctx, op: Op) -> bool:
+    """A scan or fold of one element per segment is its operands (reshaped)."""
+    x0 = op.operands[0]
+    if x0.type.shape[op.attrs["axis"]] != 1 and x0.type.size != 1:
+        return False
+    for x, r in zip(op.operands, op.results):
+        ctx.line(f"const {ctx.frag(r.type)} {ctx.name(r)} = {ctx.name(x)};")
+    return True
+
+
+def _scan(ctx: Ctx, op: Op) -> None:
+    if _trivial(ctx, op):
+        return
+    ctx.headers.add(_HEADER)
+    outs = [ctx.declare(r) for r in op.results]
+    x0 = op.operands[0]
+    shape, axis = x0.type.shape, op.attrs["axis"]
+    lay = ctx.layout(x0.type)
+    ctx.open("")
+    a, f = _combiner(ctx, op)
+    y, sx = _scan_core(ctx, op, a, f, op.attrs["reverse"])
+    if not sx:
+        ctx.for_each(lay, [f"{o}.v[k] = {y}[k].m{i};" for i, o in enumerate(outs)],
+                     need_e=False)
+    else:  # back to the tile's order, through the staging arrays
+        guard = f"if ({lay.valid('e')}) " if lay.partial else ""
+        dst = _permuted(shape, axis, "e")
+        writes = " ".join(f"{s}[dst] = {y}[k].m{i};" for i, s in enumerate(sx))
+        ctx.for_each(lay, [f"{guard}{{ const int dst = {dst}; {writes} }}"])
+        ctx.line("__syncthreads();")
+        ctx.for_each(lay, [f"{guard}{o}.v[k] = {s}[e];" for o, s in zip(outs, sx)])
+        ctx.line("__syncthreads();")
+    ctx.close()
+
+
+def _fold(ctx: Ctx, op: Op) -> None:
+    if _trivial(ctx, op):
+        return
+    ctx.headers.add(_HEADER)
+    outs = [ctx.declare(r) for r in op.results]
+    x0 = op.operands[0]
+    length = x0.type.shape[op.attrs["axis"]]
+    lay = ctx.layout(x0.type)
+    ctx.open("")
+    a, f = _combiner(ctx, op)
+    y, _ = _scan_core(ctx, op, a, f, False)
+    # the last element of each segment (of the axis-last tile) is its total;
+    # segment s is element s of the result, row-major
+    totals = _smem_arrays(ctx, op, op.results[0].type.size, "st")
+    writes = " ".join(f"{t}[e / {length}] = {y}[k].m{i};" for i, t in enumerate(totals))
+    last = f"e % {length} == {length - 1}" + (f" && {lay.valid('e')}" if lay.partial else "")
+    ctx.for_each(lay, [f"if ({last}) {{ {writes} }}"])
+    ctx.line("__syncthreads();")
+    rlay = ctx.layout(op.results[0].type)
+    guard = f"if ({rlay.valid('e')}) " if rlay.partial else ""
+    ctx.for_each(rlay, [f"{guard}{o}.v[k] = {t}[e];" for o, t in zip(outs, totals)],
+                 need_e=True)
+    ctx.line("__syncthreads();")
+    ctx.close()
+
+
+RULES = {"scan": _scan, "fold": _fold}
