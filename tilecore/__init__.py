@@ -23,7 +23,8 @@ from ._version import __version__  # noqa: E402
 
 
 __all__ = [
-    "__version__", "kernel", "function", "launch", "synchronize", "compile", "CompiledKernel", "ByTarget", "Kernel", "TileFunction",
+    "__version__", "kernel", "function", "launch", "synchronize", "compile", "CompiledKernel",
+    "ByTarget", "Kernel", "TileFunction",
     "Constant", "ConstantAnnotation", "DType", "promote_types",
     "bool_", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
     "float16", "float32", "float64", "bfloat16", "tfloat32", "float8_e4m3fn", "float8_e5m2",
