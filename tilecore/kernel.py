@@ -11,7 +11,9 @@ import inspect
 import typing
 from typing import Any, Callable, Optional
 
+from .errors import TileSyntaxError
 from .frontend.deep import run_deep
+from .frontend.source import parse_function
 from .frontend.source import capture
 from .frontend.specialize import ArgKind, ConstArg, arg_key, lower_kernel
 from .ir.core import Function
@@ -62,6 +64,13 @@ class Kernel:
         key = tuple(arg_key(k) for k in kinds)
         fn = self._ir.get(key)
         if fn is None:
+            # Parsed here first: CPython 3.12 builds deeper ASTs in this thread than in
+            # run_deep's (3.12.1), 3.11 only under run_deep's raised limit, so a failure
+            # here is retried there, where it is reported.
+            try:
+                parse_function(self.pyfunc)
+            except TileSyntaxError:
+                pass
             fn = run_deep(lambda: run_pipeline(lower_kernel(self.pyfunc, kinds)))
             self._ir[key] = fn
         return fn

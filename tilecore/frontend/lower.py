@@ -477,8 +477,8 @@ def wrap_global(obj: Any) -> FrontVal:
     import numpy as np
     if isinstance(obj, (Value, Const, TupleVal)):
         return obj
-    if isinstance(obj, tuple):
-        return TupleVal(tuple(wrap_global(o) for o in obj))
+    if isinstance(obj, tuple):  # a list display, not a generator: no C-level recursion
+        return TupleVal(tuple([wrap_global(o) for o in obj]))
     if isinstance(obj, (np.bool_, np.integer, np.floating)):
         return Const(obj.item(), D.from_numpy(obj.dtype))
     return Const(obj)

@@ -143,6 +143,10 @@ def parse_function(pyfunc: Any) -> ParsedFunction:
     except SyntaxError as e:
         raise TileSyntaxError(f"Cannot parse the source of {pyfunc.__qualname__} ({e.msg}); "
                               f"tile functions must be defined by a def statement") from None
+    except RecursionError:   # Python's own AST construction refuses the nesting
+        raise TileSyntaxError(f"The source of {pyfunc.__qualname__} nests expressions more "
+                              f"deeply than Python's ast module builds",
+                              Loc(filename, first, indent, None, pyfunc.__name__)) from None
     if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
         raise TileSyntaxError(f"{pyfunc.__qualname__} is not defined by a def statement")
     if isinstance(fdef, ast.AsyncFunctionDef):
