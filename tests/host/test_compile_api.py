@@ -115,3 +115,19 @@ def test_shared_memory_beyond_the_block_limit_is_refused_before_nvrtc():
                                                     f"block of {arch} may use \\({limit}\\)"):
             ct.compile(transpose_tile, (a, a.copy(), 256), arch=arch)
     assert ct.compile(transpose_tile, (a, a.copy(), 128), arch="sm_90").smem_bytes == 65536
+
+
+@ct.kernel
+def fill_with(o, s):
+    ct.store(o, index=(0,), tile=ct.full((4,), s, ct.float32))
+
+
+def test_ml_dtypes_scalars_are_kernel_arguments():
+    import ml_dtypes
+    for value, want in ((ml_dtypes.bfloat16(1.5), 1.5), (np.float16(-2.25), -2.25),
+                        (ml_dtypes.float8_e4m3fn(0.5), 0.5)):
+        o = np.zeros(4, np.float32)
+        ct.launch(None, (1,), fill_with, (o, value))
+        np.testing.assert_array_equal(o, np.full(4, want, np.float32))
+    with pytest.raises(TypeError, match='Invalid kernel argument "s": NumPy scalar of dtype'):
+        ct.launch(None, (1,), fill_with, (np.zeros(4, np.float32), np.str_("x")))

@@ -102,7 +102,7 @@ def classify_non_array(kernel: Kernel, name: str, value: Any):
         return ConstArg(value)
     if isinstance(value, np.ndarray) or is_device_array(value):
         return None
-    if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+    if isinstance(value, (bool, int, float, np.generic)):
         return scalar_kind(name, value)
     if isinstance(value, tuple):
         raise TypeError(f'Invalid kernel argument "{name}": tuples cannot be kernel parameters '

@@ -35,7 +35,7 @@ from .fastpath import make_fast_launch
 
 __all__ = ["launch_gpu"]
 
-_NUMBER = (bool, int, float, np.bool_, np.integer, np.floating)
+_NUMBER = (bool, int, float, np.generic)  # np.generic: ml_dtypes scalars (bfloat16, ...) too
 _MAX_VALIDATED = 256  # argument sets remembered per kernel (device) and plan (overlap)
 
 

@@ -252,7 +252,7 @@ def array_fields(obj: Any, name: str) -> Fields:
 
 # ---- classification -------------------------------------------------------------
 
-_SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
+_SCALAR_TYPES = (bool, int, float, np.generic)  # ml_dtypes scalars are np.generic too
 _DLPACK_CPU = 1  # DLDeviceType kDLCPU
 
 
