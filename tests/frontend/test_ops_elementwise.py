@@ -427,3 +427,19 @@ def test_store_dtype_mismatch():
     expect_error(bad_store_dtype, [np.zeros(4, np.float32), np.zeros(4)], ct.TileTypeError,
                  'Invalid argument "tile" of store(): its dtype float32 differs from the '
                  "array's float64; convert it with astype()", "BAD-STORE")
+
+
+@ct.kernel
+def where_constant_condition(x, out, FLAG: ct.Constant[bool]):
+    t = ct.load(x, index=(0,), shape=(4,))
+    ct.store(out, index=(0,), tile=(t / ct.where(FLAG, ct.float32(2.0), 3.0)).astype(out.dtype))
+
+
+def test_where_with_a_constant_condition_types_like_a_run_time_one():
+    """ct.where(False, float32, 3.0) is a float32 tile, so float16 / it computes in float32
+    (a fuzzer finding: the constant condition used to return the loose 3.0)."""
+    x = np.array([1, 2, 3, 65504], np.float16)
+    for flag, divisor in ((True, 2.0), (False, 3.0)):
+        out = np.zeros(4, np.float32)
+        ct.launch(None, (1,), where_constant_condition, (x, out, flag))
+        np.testing.assert_array_equal(out, x.astype(np.float32) / np.float32(divisor))

@@ -275,7 +275,9 @@ class Builder:
 
     def where(self, cond: FrontVal, a: FrontVal, b: FrontVal, loc) -> FrontVal:
         if isinstance(cond, Const) and cond.is_number:
-            return a if cond.value else b
+            if all(isinstance(v, Const) and v.dtype is None for v in (a, b)):
+                return a if cond.value else b
+            cond = Const(bool(cond.value))  # typed and shaped as with a run-time condition
         c = self.materialize(cond, loc, "condition of where()")
         if not c.type.dtype.is_bool:
             c = self.compare("ne", c, Const(0), loc)
