@@ -11,14 +11,14 @@ is timed to the events' 0.5 us resolution."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
 import platform
 import statistics
 import time
 from pathlib import Path
 from typing import Callable, Sequence
+
+from tilecore import config
 
 try:
     import torch
@@ -117,23 +117,10 @@ def plain_order(kernel, first_launch: Callable[[object], object]):
     TILECORE_PDL=0, so a table can show what programmatic dependent launch adds."""
     import tilecore as ct
     copy = ct.kernel(kernel.pyfunc)
-    with _env("TILECORE_PDL", "0"):
+    with config.override("TILECORE_PDL", "0"):
         first_launch(copy)
     torch.cuda.synchronize()
     return copy
-
-
-@contextlib.contextmanager
-def _env(name: str, value: str):
-    old = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ[name]
-        else:
-            os.environ[name] = old
 
 
 def device_info() -> dict:

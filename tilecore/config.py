@@ -41,14 +41,15 @@ TILECORE_STRICT_BOUNDS      ``1`` makes the interpreter warn (once per op and
 from __future__ import annotations
 
 import difflib
+import contextlib
 import os
 import re
 import warnings
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 __all__ = ["cache_dir", "dump_dir", "interpret", "block_order", "arch", "native", "pdl",
-           "strict_bounds", "invalid_value", "validate_environment"]
+           "strict_bounds", "invalid_value", "validate_environment", "override"]
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"", "0", "false", "no", "off"})
@@ -204,3 +205,18 @@ def _warn_misspelled() -> None:
             _warned_names.add(name)
             warnings.warn(f"Unknown environment variable {name} is ignored; did you mean "
                           f"{_PREFIX}{close[0]}?", RuntimeWarning, stacklevel=3)
+
+
+@contextlib.contextmanager
+def override(name: str, value: str) -> Iterator[None]:
+    """Set the environment variable `name` to `value` for the duration of a
+    `with` block, restoring (or removing) it afterwards."""
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = old

@@ -57,15 +57,10 @@ def _stale_pairs(cp, publish, observe, pairs=2048, tile=1024, rounds=5) -> int:
 
 
 def test_release_acquire_message_passing(cp):
+    """With RELAXED on both sides nothing orders the payload (the codegen test checks that
+    RELAXED emits no fence or barrier); whether the GPU then shows a stale payload is
+    timing, so only the ordered protocol is asserted here."""
     assert _stale_pairs(cp, MO.RELEASE, MO.ACQUIRE) == 0
-
-
-@pytest.mark.xfail(strict=False, reason="RELAXED orders nothing: a consumer may see the flag "
-                   "before the payload (or keep the payload it read before waiting); expected "
-                   "to fail, an XPASS only means no reordering was observed in this run")
-def test_relaxed_message_passing_is_not_enough(cp):
-    stale = _stale_pairs(cp, MO.RELAXED, MO.RELAXED)
-    assert stale == 0, f"{stale} of 10240 consumers read a stale payload"
 
 
 # --- contention -----------------------------------------------------------------------------------------

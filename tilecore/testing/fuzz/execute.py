@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
-import os
 import signal
 import threading
 import time
@@ -21,6 +20,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ... import config
 from ...errors import TileError
 from .model import Program
 from .tolerance import EXACT, compare
@@ -136,19 +136,6 @@ def _deadline(seconds: Optional[float]):
         signal.signal(signal.SIGALRM, previous)
 
 
-@contextlib.contextmanager
-def _env(name: str, value: str):
-    old = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ[name]
-        else:
-            os.environ[name] = old
-
-
 def _error(e: BaseException) -> tuple[str, str]:
     """(short kind, full text) of an exception."""
     first = str(e).splitlines()[0] if str(e) else ""
@@ -221,7 +208,7 @@ def _run_stages(prog: Program, workdir: Path, out: Outcome, gpu: bool, archs: tu
         if check_order and np.prod(grid) > 1:
             out.stage = stage = "order"
             again, args2 = _host_args(prog)
-            with _env("TILECORE_BLOCK_ORDER", "random"):
+            with config.override("TILECORE_BLOCK_ORDER", "random"):
                 tilecore.launch(None, grid, kernel, tuple(args2))
             differ = _same_arrays(bases, again)
             if differ is not None:
