@@ -10,7 +10,7 @@ the array's dtype when they fit it.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 from ..errors import Loc, TileTypeError, TileValueError
 from ..ir.core import Value
@@ -20,7 +20,7 @@ from ..language.dtypes import DType
 from ..language.enums import MemoryOrder, MemoryScope
 from .args import array_arg, const_bool
 from .builder import broadcast_shapes, describe
-from .memory import _index, _indices
+from .memory import _index, _indices, shape_of
 from .ordering import ATOMIC_ORDERS, memory_ordering
 from .values import Const, FrontVal, TiledView
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .lower import Lowerer
 
 __all__ = ["atomic_rmw", "atomic_cas", "view_atomic_store", "view_store_signature", "DTYPES",
-           "VIEW_METHODS"]
+           "VIEW_METHODS", "BITWISE", "check_dtype", "operand", "ordering", "emit_atomic"]
 
 _INTS = (D.int32, D.int64, D.uint32, D.uint64)
 DTYPES: dict[str, tuple[DType, ...]] = {
@@ -37,23 +37,32 @@ DTYPES: dict[str, tuple[DType, ...]] = {
     "xchg": _INTS + (D.float32, D.float64),
     "cas": _INTS + (D.float32, D.float64),
 }
-_BITWISE = ("and", "or", "xor")
+BITWISE = ("and", "or", "xor")
 # TiledView method -> atomic_rmw fn (cuTile: reductions only, no xchg/cas).
 VIEW_METHODS = {f"atomic_store_{fn}": fn for fn in ("add", "max", "min", "and", "or", "xor")}
 
 
-def _check_dtype(arr: Value, key: str, name: str, loc: Loc, view: bool = False) -> None:
+# what the array is to the caller -> (what the message calls it, how it names the array)
+_KINDS = {"array": ('argument "array"', ""), "view": ("tiled view", "a view of "),
+          "raw": ("raw memory", "the raw memory of ")}
+
+
+def check_dtype(arr: Value, key: str, name: str, loc: Loc, kind: str = "array") -> None:
+    """TileTypeError unless atomic `key` takes arr's dtype."""
     allowed = DTYPES[key]
     if arr.type.dtype not in allowed:
         names = ", ".join(d.name for d in allowed)
-        what, of = ("tiled view", "a view of ") if view else ('argument "array"', "")
+        what, of = _KINDS[kind]
         raise TileTypeError(f"Invalid {what} of {name}(): expected {of}an array of {names}, got "
                             f"{of}{describe(arr)}", loc)
 
 
-def _operand(lw: "Lowerer", v: FrontVal, dtype: DType, shape: tuple, exact: bool, fn: str,
-             name: str, loc: Loc) -> Value:
-    """`v` as a tile of `dtype` and `shape` (an update, expected or desired value)."""
+def operand(lw: "Lowerer", v: FrontVal, dtype: DType, shape: tuple, exact: bool, fn: str,
+            name: str, loc: Loc, against: str = "indices") -> Value:
+    """`v` as a tile of `dtype` and `shape` (an update, expected or desired
+    value; `against`: what gives `shape`, for messages). Numbers must fit
+    `dtype`; tiles must broadcast to `shape` and convert to `dtype`
+    implicitly (by the promotion table), or match it when `exact`."""
     if isinstance(v, Const) and v.is_number and v.dtype is None:
         try:
             ok = D.promote_with_constant(dtype, v.value) is dtype
@@ -67,9 +76,9 @@ def _operand(lw: "Lowerer", v: FrontVal, dtype: DType, shape: tuple, exact: bool
         src = v.dtype
     elif isinstance(v, Value) and isinstance(v.type, TileType):
         src = v.type.dtype
-        if broadcast_shapes(v.type.shape, shape, loc, f"{name} and indices") != shape:
+        if broadcast_shapes(v.type.shape, shape, loc, f"{name} and {against}") != shape:
             raise TileValueError(f'Invalid argument "{name}" of {fn}(): its shape '
-                                 f"{v.type.shape} does not broadcast to the indices' shape "
+                                 f"{v.type.shape} does not broadcast to {shape_of(against)} "
                                  f"{shape}", loc)
     else:
         raise TileTypeError(f'Invalid argument "{name}" of {fn}(): expected a tile or a number, '
@@ -90,10 +99,26 @@ def _operand(lw: "Lowerer", v: FrontVal, dtype: DType, shape: tuple, exact: bool
     return lw.b.to_typed(v, dtype, shape, loc)
 
 
-def _attrs(a: dict, fn: str, loc: Loc) -> dict:
+def ordering(a: dict, fn: str, loc: Loc) -> dict:
+    """The memory_order and memory_scope attrs of atomic `fn`."""
     order, scope = memory_ordering(a["memory_order"], a["memory_scope"], ATOMIC_ORDERS, fn, loc)
-    check = const_bool(a["check_bounds"], fn, "check_bounds", loc)
-    return {"memory_order": order, "memory_scope": scope, "check_bounds": check}
+    return {"memory_order": order, "memory_scope": scope}
+
+
+def _attrs(a: dict, fn: str, loc: Loc) -> dict:
+    return {**ordering(a, fn, loc), "check_bounds": const_bool(a["check_bounds"], fn,
+                                                               "check_bounds", loc)}
+
+
+def emit_atomic(lw: "Lowerer", arr: Value, values: list, idx: list, shape: tuple,
+                mask: Optional[Value], attrs: dict, loc: Loc) -> Value:
+    """atomic_rmw (attrs with "fn"; values = [update]) or atomic_cas (values =
+    [expected, desired]) of `arr` at `idx`, tiles of `shape`."""
+    name = "atomic_rmw" if "fn" in attrs else "atomic_cas"
+    operands = [arr, *values, *idx] + ([mask] if mask is not None else [])
+    if mask is not None:
+        attrs = {**attrs, "has_mask": True}
+    return lw.b.emit1(name, operands, TileType(arr.type.dtype, shape), attrs, loc)
 
 
 def atomic_rmw(fn: str):
@@ -102,27 +127,25 @@ def atomic_rmw(fn: str):
 
     def handler(lw: "Lowerer", a: dict, loc: Loc) -> FrontVal:
         arr = array_arg(a["array"], name, "array", loc)
-        _check_dtype(arr, fn, name, loc)
+        check_dtype(arr, fn, name, loc)
         idx, shape = _indices(lw, arr, a["indices"], name, loc)
         attrs = {"fn": fn, **_attrs(a, name, loc)}
-        update = _operand(lw, a["update"], arr.type.dtype, shape, fn in _BITWISE, name,
-                          "update", loc)
-        return lw.b.emit1("atomic_rmw", (arr, update, *idx), TileType(arr.type.dtype, shape),
-                          attrs, loc)
+        update = operand(lw, a["update"], arr.type.dtype, shape, fn in BITWISE, name, "update",
+                         loc)
+        return emit_atomic(lw, arr, [update], idx, shape, None, attrs, loc)
     handler.__name__ = name
     return handler
 
 
 def atomic_cas(lw: "Lowerer", a: dict, loc: Loc) -> FrontVal:
     arr = array_arg(a["array"], "atomic_cas", "array", loc)
-    _check_dtype(arr, "cas", "atomic_cas", loc)
+    check_dtype(arr, "cas", "atomic_cas", loc)
     idx, shape = _indices(lw, arr, a["indices"], "atomic_cas", loc)
     attrs = _attrs(a, "atomic_cas", loc)
     dtype = arr.type.dtype
-    expected = _operand(lw, a["expected"], dtype, shape, False, "atomic_cas", "expected", loc)
-    desired = _operand(lw, a["desired"], dtype, shape, False, "atomic_cas", "desired", loc)
-    return lw.b.emit1("atomic_cas", (arr, expected, desired, *idx), TileType(dtype, shape),
-                      attrs, loc)
+    expected = operand(lw, a["expected"], dtype, shape, False, "atomic_cas", "expected", loc)
+    desired = operand(lw, a["desired"], dtype, shape, False, "atomic_cas", "desired", loc)
+    return emit_atomic(lw, arr, [expected, desired], idx, shape, None, attrs, loc)
 
 
 # --- tiled views -----------------------------------------------------------------------------------
@@ -162,13 +185,12 @@ def view_atomic_store(lw: "Lowerer", tv: TiledView, method: str, a: dict, loc: L
     fn = VIEW_METHODS[method]
     name = f"TiledView.{method}"
     arr = tv.array
-    _check_dtype(arr, fn, name, loc, view=True)
+    check_dtype(arr, fn, name, loc, kind="view")
     index = _index(lw, a["index"], arr.type.ndim, name, loc)
     idx = _element_indices(lw, tv, index, loc)
-    update = _operand(lw, a["update"], arr.type.dtype, tv.tile_shape, fn in _BITWISE, name,
-                      "update", loc)
+    update = operand(lw, a["update"], arr.type.dtype, tv.tile_shape, fn in BITWISE, name,
+                     "update", loc)
     attrs = {"fn": fn, "memory_order": MemoryOrder.RELAXED, "memory_scope": MemoryScope.DEVICE,
              "check_bounds": True}
-    lw.b.emit1("atomic_rmw", (arr, update, *idx), TileType(arr.type.dtype, tv.tile_shape),
-               attrs, loc)
+    emit_atomic(lw, arr, [update], idx, tv.tile_shape, None, attrs, loc)
     return Const(None)

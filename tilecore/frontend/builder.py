@@ -20,7 +20,7 @@ from ..language import dtypes as D
 from ..language.dtypes import DType
 from . import folding
 from .folding import convert_const, fmt_number
-from .values import Const, FrontVal, TupleVal
+from .values import Const, FrontVal, RawMemory, TupleVal
 
 __all__ = ["Builder", "broadcast_shapes", "is_pow2", "MAX_TILE_ELEMENTS", "MAX_TILE_RANK"]
 
@@ -369,6 +369,8 @@ def describe(fv: Any, depth: int = 0) -> str:
         if len(fv.items) > _TUPLE_ITEMS:
             items.append(f"... {len(fv.items)} items")
         return "a tuple (" + ", ".join(items) + ("," if len(fv.items) == 1 else "") + ")"
+    if isinstance(fv, RawMemory):
+        return f"the raw memory of {describe(fv.array)}"
     return type(fv).__name__
 
 

@@ -53,8 +53,8 @@ def bind(sig: inspect.Signature, name: str, args: list, kwargs: dict, loc: Loc) 
 
 
 def _is_plain(v) -> bool:
-    from .values import TiledView, BoundMethod, Undefined
-    return not isinstance(v, (TiledView, BoundMethod, Undefined))
+    from .values import TiledView, RawMemory, BoundMethod, Undefined
+    return not isinstance(v, (TiledView, RawMemory, BoundMethod, Undefined))
 
 
 def call_object(lw: "Lowerer", obj: Any, args: list, kwargs: dict, loc: Loc) -> FrontVal:
@@ -217,6 +217,7 @@ _register(L.ones, lambda lw, a, loc: S.full(lw, a["shape"], Const(1), a["dtype"]
 _register(L.full, lambda lw, a, loc: S.full(lw, a["shape"], a["fill_value"], a["dtype"], loc,
                                             "full"))
 _register(L.astype, lambda lw, a, loc: S.astype(lw, a["x"], a["dtype"], loc))
+_register(L.bitcast, lambda lw, a, loc: S.bitcast(lw, a["x"], a["dtype"], loc))
 _register(L.reshape, lambda lw, a, loc: S.reshape(lw, a["x"], a["shape"], loc))
 _register(L.permute, lambda lw, a, loc: S.permute(lw, a["x"], a["axes"], loc))
 _register(L.transpose, lambda lw, a, loc: S.transpose(lw, a["x"], a["axis0"], a["axis1"], loc))

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from .lower import Lowerer
 
 __all__ = ["load", "store", "gather", "scatter", "num_tiles", "tiled_view", "view_load",
-           "view_store", "view_num_tiles"]
+           "view_store", "view_num_tiles", "integer_tiles", "emit_gather", "emit_scatter",
+           "shape_of"]
 
 
 def _index(lw: "Lowerer", v: FrontVal, ndim: int, fn: str, loc: Loc) -> list[Value]:
@@ -223,6 +224,13 @@ def _indices(lw, arr: Value, v: FrontVal, fn: str, loc: Loc):
     if len(items) != nd:
         raise TileValueError(f'Invalid argument "indices" of {fn}(): expected {nd} index tile(s), '
                              f"one per array dimension, got {len(items)}", loc)
+    return integer_tiles(lw, items, fn, "indices", "integer tiles", loc)
+
+
+def integer_tiles(lw, items, fn: str, name: str, expected: str, loc: Loc):
+    """The integer tiles or int constants `items` (argument `name` of `fn`)
+    broadcast to one shape: (tiles, shape). int32, or int64 where a dtype
+    needs it (64-bit, uint32): never narrowed."""
     vals = []
     for item in items:
         if isinstance(item, Const) and isinstance(item.value, int) and not isinstance(item.value,
@@ -232,17 +240,19 @@ def _indices(lw, arr: Value, v: FrontVal, fn: str, loc: Loc):
                 item.type.dtype.is_integer:
             vals.append(item)
         else:
-            raise TileTypeError(f'Invalid argument "indices" of {fn}(): expected integer tiles, '
+            raise TileTypeError(f'Invalid argument "{name}" of {fn}(): expected {expected}, '
                                 f"got {describe(item)}", loc)
     shape: tuple[int, ...] = ()
     for v_ in vals:
-        shape = broadcast_shapes(shape, v_.type.shape, loc, "indices")
+        shape = broadcast_shapes(shape, v_.type.shape, loc, name)
     wide = any(_needs_wide(v_.type.dtype) for v_ in vals)
     dtype = D.int64 if wide else D.int32
     return [lw.b.to_typed(v_, dtype, shape, loc) for v_ in vals], shape
 
 
-def _mask(lw, v: FrontVal, shape, fn: str, loc: Loc) -> Optional[Value]:
+def _mask(lw, v: FrontVal, shape, fn: str, loc: Loc,
+          against: str = "indices") -> Optional[Value]:
+    """The mask argument as a bool tile of `shape` (None: every element on)."""
     if isinstance(v, Const) and (v.value is None or v.value is True):
         return None
     if isinstance(v, Const) and v.value is False:
@@ -250,8 +260,15 @@ def _mask(lw, v: FrontVal, shape, fn: str, loc: Loc) -> Optional[Value]:
     if not (isinstance(v, Value) and isinstance(v.type, TileType) and v.type.dtype.is_bool):
         raise TileTypeError(f'Invalid argument "mask" of {fn}(): expected a bool tile, got '
                             f"{describe(v)}", loc)
-    broadcast_shapes(v.type.shape, shape, loc, "mask and indices")
+    if broadcast_shapes(v.type.shape, shape, loc, f"mask and {against}") != tuple(shape):
+        raise TileValueError(f'Invalid argument "mask" of {fn}(): its shape {v.type.shape} does '
+                             f"not broadcast to {shape_of(against)} {tuple(shape)}", loc)
     return lw.b.broadcast(v, shape, loc)
+
+
+def shape_of(against: str) -> str:
+    """'the indices' shape', 'the offset's shape': what an operand broadcasts to."""
+    return f"the {against}' shape" if against.endswith("s") else f"the {against}'s shape"
 
 
 def _in_bounds(lw, arr: Value, idx: list[Value], loc) -> FrontVal:
@@ -278,16 +295,36 @@ def gather(lw: "Lowerer", a: dict, loc: Loc) -> FrontVal:
                             f"a tile, got {describe(pad)}", loc)
     if tile_pad:
         broadcast_shapes(pad.type.shape, shape, loc, "padding_value and indices")
-    scalar_pad = lw.b.to_typed(Const(0) if tile_pad else pad, dtype, (), loc)
+        pads = (lw.b.to_typed(Const(0), dtype, (), loc), lw.b.to_typed(pad, dtype, shape, loc))
+        return emit_gather(lw, arr, idx, shape, mask, pads, {"check_bounds": check}, loc,
+                           _in_bounds(lw, arr, idx, loc))
+    return emit_gather(lw, arr, idx, shape, mask, (lw.b.to_typed(pad, dtype, (), loc), None),
+                       {"check_bounds": check}, loc)
+
+
+def emit_gather(lw, arr: Value, idx: list, shape: tuple, mask: Optional[Value], pads: tuple,
+                attrs: dict, loc: Loc, inside: FrontVal = Const(True)) -> Value:
+    """The gather op of `arr` at `idx` (tiles of `shape`). pads = (scalar
+    padding operand, tile of `shape` or None): a padding tile replaces the
+    elements that read padding, those masked off or not `inside` (a bool tile:
+    in bounds)."""
+    scalar_pad, tile_pad = pads
     operands = [arr, scalar_pad, *idx] + ([mask] if mask is not None else [])
-    out = lw.b.emit1("gather", operands, TileType(dtype, shape),
-                     {"has_mask": mask is not None, "check_bounds": check}, loc)
-    if tile_pad:
-        keep = _in_bounds(lw, arr, idx, loc)
-        if mask is not None:
-            keep = lw.b.binary("bitand", keep, mask, loc)
-        return lw.b.where(keep, out, lw.b.to_typed(pad, dtype, shape, loc), loc)
-    return out
+    out = lw.b.emit1("gather", operands, TileType(arr.type.dtype, shape),
+                     {"has_mask": mask is not None, **attrs}, loc)
+    keep = inside
+    if mask is not None:
+        keep = mask if isinstance(keep, Const) else lw.b.binary("bitand", keep, mask, loc)
+    if tile_pad is None or isinstance(keep, Const):
+        return out
+    return lw.b.where(keep, out, tile_pad, loc)
+
+
+def emit_scatter(lw, arr: Value, vals: Value, idx: list, mask: Optional[Value], attrs: dict,
+                 loc: Loc) -> FrontVal:
+    operands = [arr, vals, *idx] + ([mask] if mask is not None else [])
+    lw.b.emit("scatter", operands, (), {"has_mask": mask is not None, **attrs}, (), loc)
+    return Const(None)
 
 
 def scatter(lw: "Lowerer", a: dict, loc: Loc) -> FrontVal:
@@ -304,7 +341,4 @@ def scatter(lw: "Lowerer", a: dict, loc: Loc) -> FrontVal:
                                 f"{arr.type.dtype.name}; convert it with astype()", loc)
         broadcast_shapes(value.type.shape, shape, loc, "value and indices")
     vals = lw.b.to_typed(value, arr.type.dtype, shape, loc)
-    operands = [arr, vals, *idx] + ([mask] if mask is not None else [])
-    lw.b.emit("scatter", operands, (), {"has_mask": mask is not None, "check_bounds": check}, (),
-              loc)
-    return Const(None)
+    return emit_scatter(lw, arr, vals, idx, mask, {"check_bounds": check}, loc)

@@ -15,9 +15,10 @@ from ..language.enums import PaddingMode
 from .args import const_int
 from .builder import describe, loose_dtype
 from .calls import bind, call_object
-from .values import BoundMethod, Const, FrontVal, TiledView, TupleVal
+from .values import BoundMethod, Const, FrontVal, RawMemory, TiledView, TupleVal
 from . import memory as M
 from . import atomic as A
+from . import raw_memory as R
 from . import shapes as S
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def get_attribute(lw: "Lowerer", obj: FrontVal, attr: str, loc: Loc) -> FrontVal
             return Const(t.dtype)
         if attr == "ndim":
             return Const(t.ndim)
-        if attr == "tiled_view":
+        if attr in ("tiled_view", "get_raw_memory"):
             return BoundMethod(obj, attr)
     elif isinstance(obj, TiledView):
         if attr == "tile_shape":
@@ -85,6 +86,11 @@ def get_attribute(lw: "Lowerer", obj: FrontVal, attr: str, loc: Loc) -> FrontVal
         if attr == "dtype":
             return Const(obj.array.type.dtype)
         if attr in ("load", "store", "num_tiles") or attr in A.VIEW_METHODS:
+            return BoundMethod(obj, attr)
+    elif isinstance(obj, RawMemory):
+        if attr == "dtype":
+            return Const(obj.array.type.dtype)
+        if attr in R.METHODS:
             return BoundMethod(obj, attr)
     elif isinstance(obj, Const) and not obj.is_number:
         try:
@@ -114,6 +120,10 @@ def call_method(lw: "Lowerer", obj: FrontVal, name: str, args: list, kwargs: dic
     if isinstance(obj, Value) and name == "tiled_view":
         a = bind(_sig(_tiled_view_sig), "tiled_view", args, kwargs, loc)
         return M.tiled_view(lw, obj, a, loc)
+    if isinstance(obj, Value) and name == "get_raw_memory":
+        return R.get_raw_memory(lw, obj, args, kwargs, loc)
+    if isinstance(obj, RawMemory):
+        return R.call(lw, obj, name, args, kwargs, loc)
     if isinstance(obj, TiledView) and name in A.VIEW_METHODS:
         a = bind(_sig(A.view_store_signature), f"TiledView.{name}", args, kwargs, loc)
         return A.view_atomic_store(lw, obj, name, a, loc)

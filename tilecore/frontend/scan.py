@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["HANDLERS"]
 
 # Ops a combining function may contain (besides its final yield).
-_ALLOWED = frozenset({"constant", "astype", "unary", "binary", "compare", "where", "reshape",
+_ALLOWED = frozenset({"constant", "astype", "bitcast", "unary", "binary", "compare", "where", "reshape",
                       "broadcast", "bid", "num_blocks"})
 _NESTED = frozenset({"reduce", "argreduce", "scan", "fold"})
 _MEMORY = frozenset({"load", "store", "gather", "scatter"})

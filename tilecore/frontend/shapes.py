@@ -16,7 +16,7 @@ from .values import Const, FrontVal, TupleVal
 if TYPE_CHECKING:
     from .lower import Lowerer
 
-__all__ = ["arange", "full", "astype", "reshape", "permute", "transpose", "broadcast_to",
+__all__ = ["arange", "full", "astype", "bitcast", "reshape", "permute", "transpose", "broadcast_to",
            "expand_dims", "reduce", "argreduce", "reshape_value"]
 
 
@@ -57,6 +57,25 @@ def astype(lw: "Lowerer", x: FrontVal, dtype_v, loc: Loc) -> FrontVal:
     if isinstance(x, Const) and x.is_number:
         return Const(convert_const(x.value, dtype, loc), dtype)
     return lw.b.cast(tile_arg(lw, x, "astype", "x", loc), dtype, loc)
+
+
+_NO_BITCAST = ("bool_", "tfloat32", "float4_e2m1fn")
+
+
+def bitcast(lw: "Lowerer", x: FrontVal, dtype_v, loc: Loc) -> FrontVal:
+    dtype = const_dtype(dtype_v, "bitcast", "dtype", loc)
+    v = tile_arg(lw, x, "bitcast", "x", loc)
+    for what, d in (("x", v.type.dtype), ("dtype", dtype)):
+        if d.name in _NO_BITCAST:
+            raise TileTypeError(f'Invalid argument "{what}" of bitcast(): expected a dtype of '
+                                f"whole bytes other than bool and tfloat32, got {d.name}", loc)
+    if dtype.itemsize != v.type.dtype.itemsize:
+        raise TileTypeError(f'Invalid argument "dtype" of bitcast(): expected a dtype of '
+                            f"{v.type.dtype.itemsize * 8} bits (as x's {v.type.dtype.name}), "
+                            f"got {dtype.name} of {dtype.itemsize * 8} bits", loc)
+    if dtype is v.type.dtype:
+        return v
+    return lw.b.emit1("bitcast", (v,), TileType(dtype, v.type.shape), {"dtype": dtype}, loc)
 
 
 def reshape_value(lw: "Lowerer", v: Value, shape: tuple[int, ...], loc: Loc) -> Value:

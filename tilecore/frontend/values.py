@@ -2,7 +2,7 @@
 
 Either an IR `Value` (a tile, scalar or array known only at run time), or a
 compile-time object: a `Const` (number, dtype, enum, string, module,
-function, ...), a `TupleVal`, a `TiledView`, a `BoundMethod`, or an
+function, ...), a `TupleVal`, a `TiledView`, a `RawMemory`, a `BoundMethod`, or an
 `Undefined` marker for names that exist on only some control-flow paths.
 """
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any, Optional, Union
 from ..ir.core import Value
 from ..language.dtypes import DType
 
-__all__ = ["Const", "TupleVal", "TiledView", "BoundMethod", "Undefined", "FrontVal",
-           "is_number"]
+__all__ = ["Const", "TupleVal", "TiledView", "RawMemory", "BoundMethod", "Undefined",
+           "FrontVal", "is_number"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,14 @@ class TiledView:
 
 
 @dataclass(frozen=True)
+class RawMemory:
+    """`Array.get_raw_memory()` (cuTile's RawArrayMemory): the array's memory
+    addressed by element offsets from its base pointer."""
+
+    array: Value
+
+
+@dataclass(frozen=True)
 class BoundMethod:
     """`obj.method` before the call: resolved by the method table."""
 
@@ -67,4 +75,4 @@ class Undefined:
     reason: str
 
 
-FrontVal = Union[Value, Const, TupleVal, TiledView, BoundMethod, Undefined]
+FrontVal = Union[Value, Const, TupleVal, TiledView, RawMemory, BoundMethod, Undefined]

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..ir.core import Op
 from .context import BlockContext
-from .memory import _valid_elements
+from .memory import addressed, split_mask
 from .rounding import cast, compute_dtype
 
 __all__ = ["RULES"]
@@ -65,11 +65,12 @@ def _occurrence(addresses: np.ndarray) -> np.ndarray:
     return rank
 
 
-def _apply(ctx: BlockContext, op: Op, arr: np.ndarray, operands: list, indices: list,
+def _apply(ctx: BlockContext, op: Op, arr: np.ndarray, operands: list, rest: list,
            outside: np.ndarray) -> np.ndarray:
-    """Apply `op` element by element; the old values (`outside` where an
-    element is out of bounds)."""
-    valid = _valid_elements(ctx, op, arr, indices, None)
+    """Apply `op` element by element at the indices (and mask) `rest`; the old
+    values (`outside` where an element is masked off or out of bounds)."""
+    indices, mask = split_mask(op, rest)
+    arr, indices, valid = addressed(ctx, op, arr, indices, mask)
     shape = valid.shape
     out = np.array(np.broadcast_to(outside, shape), dtype=arr.dtype)
     sel = np.flatnonzero(valid)
@@ -97,14 +98,14 @@ def _apply(ctx: BlockContext, op: Op, arr: np.ndarray, operands: list, indices: 
 
 
 def _atomic_rmw(ctx: BlockContext, op: Op, args: list) -> tuple:
-    arr, update, indices = args[0], args[1], args[2:]
+    arr, update, rest = args[0], args[1], args[2:]
     zero = np.zeros((), dtype=arr.dtype)
-    return (_apply(ctx, op, arr, [update], indices, zero),)
+    return (_apply(ctx, op, arr, [update], rest, zero),)
 
 
 def _atomic_cas(ctx: BlockContext, op: Op, args: list) -> tuple:
-    arr, expected, desired, indices = args[0], args[1], args[2], args[3:]
-    return (_apply(ctx, op, arr, [expected, desired], indices, expected),)
+    arr, expected, desired, rest = args[0], args[1], args[2], args[3:]
+    return (_apply(ctx, op, arr, [expected, desired], rest, expected),)
 
 
 RULES = {"atomic_rmw": _atomic_rmw, "atomic_cas": _atomic_cas}

@@ -1,4 +1,4 @@
-"""Rules for element-wise ops: astype, unary, binary, compare, where.
+"""Rules for element-wise ops: astype, bitcast, unary, binary, compare, where.
 
 Operands are computed in `compute_dtype` (float32 for narrow floats, int32 for
 bool) and each result is rounded once to the result dtype with `cast`, which
@@ -20,6 +20,10 @@ __all__ = ["RULES"]
 
 def _astype(ctx: BlockContext, op: Op, args: list) -> tuple:
     return (cast(args[0], op.attrs["dtype"]),)
+
+
+def _bitcast(ctx: BlockContext, op: Op, args: list) -> tuple:
+    return (np.array(args[0], order="C").view(op.attrs["dtype"].numpy_dtype),)
 
 
 def _rsqrt(x: np.ndarray) -> np.ndarray:
@@ -168,5 +172,5 @@ def _where(ctx: BlockContext, op: Op, args: list) -> tuple:
     return (np.where(cond, a, b).astype(a.dtype, copy=False),)
 
 
-RULES = {"astype": _astype, "unary": _unary, "binary": _binary, "compare": _compare,
+RULES = {"astype": _astype, "bitcast": _bitcast, "unary": _unary, "binary": _binary, "compare": _compare,
          "where": _where}

@@ -6,6 +6,11 @@ slice of the array, transposed by `order` into tile axes. Loads fill the rest
 with the padding value; stores write through the slice, which also works for
 strided and non-contiguous array views. A tile wholly outside the array is an
 empty box: its load is all padding and its store writes nothing, as on the GPU.
+
+Gather, scatter and the atomics with attr raw=True (Array.get_raw_memory())
+address the memory the array's elements span, by element offset from its
+base pointer; an enabled offset outside it raises TileRuntimeError (undefined
+behaviour on the GPU).
 """
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ from ..language.enums import PaddingMode
 from .context import BlockContext
 from .rounding import cast
 
-__all__ = ["RULES", "padding_value", "OutOfBoundsTileWarning"]
+__all__ = ["RULES", "padding_value", "addressed", "split_mask", "OutOfBoundsTileWarning"]
 
 
 _FLOAT_PAD = {PaddingMode.UNDETERMINED: np.nan, PaddingMode.ZERO: 0.0,
@@ -140,7 +145,56 @@ def _valid_elements(ctx: BlockContext, op: Op, arr: np.ndarray, indices: list,
     return enabled & inb
 
 
-def _split_mask(op: Op, rest: list) -> tuple[list, Optional[np.ndarray]]:
+def _raw_memory(arr: np.ndarray) -> tuple[np.ndarray, int]:
+    """(the memory arr's elements span as a 1-d array of its dtype, the
+    position of arr's base pointer in it): offsets from the base pointer may
+    be negative where a stride is."""
+    if arr.size == 0:
+        return arr.reshape(-1), 0
+    steps = [s // arr.itemsize for s in arr.strides]
+    low = sum((n - 1) * s for n, s in zip(arr.shape, steps) if s < 0)
+    high = sum((n - 1) * s for n, s in zip(arr.shape, steps) if s > 0)
+    first = arr[tuple(slice(n - 1, n) if s < 0 else slice(0, 1)
+                      for n, s in zip(arr.shape, steps))]  # the lowest address
+    span = np.lib.stride_tricks.as_strided(first, shape=(high - low + 1,),
+                                           strides=(arr.itemsize,))
+    return span, -low
+
+
+def _raw_name(op: Op) -> str:
+    """The RawArrayMemory method a raw op comes from, for messages."""
+    if op.name == "atomic_rmw":
+        return f"RawArrayMemory.atomic_{op.attrs['fn']}_offset"
+    return {"gather": "RawArrayMemory.load_offset", "scatter": "RawArrayMemory.store_offset",
+            "atomic_cas": "RawArrayMemory.atomic_cas_offset"}[op.name]
+
+
+def addressed(ctx: BlockContext, op: Op, arr: np.ndarray, indices: list,
+              mask: Optional[np.ndarray]) -> tuple[np.ndarray, list, np.ndarray]:
+    """(array, indices, valid) that a gather, scatter or atomic indexes: `arr`
+    at `indices`, or for a raw op the memory arr spans at the offset
+    (indices[0]) moved to it; valid: enabled by the mask and in bounds."""
+    if not op.attrs.get("raw"):
+        return arr, indices, _valid_elements(ctx, op, arr, indices, mask)
+    span, origin = _raw_memory(arr)
+    offsets = np.asarray(indices[0], dtype=np.int64)
+    with np.errstate(over="ignore"):
+        at = offsets + origin
+    inside = (at >= 0) & (at < span.size)  # an offset near 2**63 wraps below 0
+    enabled = np.ones_like(inside) if mask is None else np.asarray(mask, dtype=np.bool_)
+    if np.any(enabled & ~inside):
+        bad = int(offsets[enabled & ~inside].flat[0])
+        name = ctx.array_names.get(op.operands[0], repr(op.operands[0]))
+        reach = (f"offsets {-origin} to {span.size - 1 - origin} reach its elements"
+                 if span.size else "it has no elements")
+        raise TileRuntimeError(
+            f'{_raw_name(op)}(): offset {bad} is outside the memory of array "{name}" with '
+            f"shape {arr.shape} ({reach}): undefined behaviour on the GPU (block {ctx.bid})",
+            loc=op.loc)
+    return span, [at], enabled & inside
+
+
+def split_mask(op: Op, rest: list) -> tuple[list, Optional[np.ndarray]]:
     if op.attrs.get("has_mask", False):
         return rest[:-1], rest[-1]
     return rest, None
@@ -152,9 +206,9 @@ def _safe_index(indices: list, valid: np.ndarray) -> tuple:
 
 
 def _gather(ctx: BlockContext, op: Op, args: list) -> tuple:
-    arr, pad = args[0], args[1]
-    indices, mask = _split_mask(op, args[2:])
-    valid = _valid_elements(ctx, op, arr, indices, mask)
+    pad = args[1]
+    indices, mask = split_mask(op, args[2:])
+    arr, indices, valid = addressed(ctx, op, args[0], indices, mask)
     if arr.size == 0:
         return (np.full(valid.shape, pad, dtype=arr.dtype),)
     values = arr[_safe_index(indices, valid)]
@@ -162,9 +216,9 @@ def _gather(ctx: BlockContext, op: Op, args: list) -> tuple:
 
 
 def _scatter(ctx: BlockContext, op: Op, args: list) -> tuple:
-    arr, values = args[0], args[1]
-    indices, mask = _split_mask(op, args[2:])
-    valid = _valid_elements(ctx, op, arr, indices, mask)
+    values = args[1]
+    indices, mask = split_mask(op, args[2:])
+    arr, indices, valid = addressed(ctx, op, args[0], indices, mask)
     arr[tuple(np.asarray(i)[valid] for i in indices)] = np.asarray(values)[valid]
     ctx.writes += 1
     return ()

@@ -23,6 +23,8 @@ astype     (x) {dtype}                -> element-wise conversion: float->int tru
                                          float and int->float round to nearest even, ->bool is
                                          x != 0, bool->number is 0/1. tfloat32 keeps 10 mantissa
                                          bits (RN). NaN/inf/out-of-range float->int: unspecified.
+bitcast    (x) {dtype}                -> the same bits read as dtype (same itemsize; no bool,
+                                         tfloat32 or float4).
 unary      (x) {fn[, rounding]}       -> fn in UNARY_FNS, same dtype and shape, except
                                          isnan -> bool. neg on unsigned wraps. invert: bitwise
                                          not on integers, logical not on bool. exp may carry
@@ -95,21 +97,29 @@ store      (arr, tile, *index) {shape, order, steps, check_bounds, latency, allo
                                          {memory_order, memory_scope}: RELAXED or RELEASE make
                                          each element a strong write; RELEASE orders every
                                          earlier access of the block before them.
-gather     (arr, pad, *indices[, mask]) {has_mask, check_bounds}
+gather     (arr, pad, *indices[, mask]) {has_mask, check_bounds[, raw]}
                                       -> tile of arr.dtype with the shape of the indices.
                                          One integer index tile per array axis, all of the same
                                          shape and dtype (int32 or int64); `pad` is a scalar of
                                          arr.dtype. An element whose index is < 0 or >= dim on
                                          any axis, or whose mask is False, reads `pad`.
-scatter    (arr, values, *indices[, mask]) {has_mask, check_bounds}
+                                         raw=True (Array.get_raw_memory()): one index tile, for
+                                         any arr rank, the element offset from arr's base
+                                         pointer (the address of element (0, ..., 0)): no
+                                         strides, no bounds (check_bounds is False). An enabled
+                                         offset outside the memory arr's elements span is
+                                         undefined (the interpreter raises). The same attr, with
+                                         the same meaning, on scatter, atomic_rmw, atomic_cas.
+scatter    (arr, values, *indices[, mask]) {has_mask, check_bounds[, raw]}
                                       -> no result; values has the indices' shape and
                                          arr.dtype; out-of-bounds or masked-off writes are
                                          dropped. Duplicate indices: one of the values lands.
-atomic_rmw (arr, update, *indices) {fn, memory_order, memory_scope, check_bounds}
+atomic_rmw (arr, update, *indices[, mask]) {fn, memory_order, memory_scope, check_bounds
+                                            [, has_mask, raw]}
                                       -> tile of arr.dtype with the indices' shape: the value
                                          each element held just before its own atomic update
-                                         (0 for an out-of-bounds element, which updates
-                                         nothing). fn in ATOMIC_FNS; indices as gather's;
+                                         (0 for an out-of-bounds or masked-off element, which
+                                         updates nothing). fn in ATOMIC_FNS; indices as gather's;
                                          update has the indices' shape and arr.dtype. Elements
                                          apply one at a time; repeated indices all apply, in an
                                          unspecified order (the interpreter: row-major). add
@@ -121,12 +131,13 @@ atomic_rmw (arr, update, *indices) {fn, memory_order, memory_scope, check_bounds
                                          access of the block is ordered before each element's
                                          update; ACQUIRE: every later one after them all), with
                                          memory_scope BLOCK, DEVICE or SYS.
-atomic_cas (arr, expected, desired, *indices) {memory_order, memory_scope, check_bounds}
+atomic_cas (arr, expected, desired, *indices[, mask]) {memory_order, memory_scope,
+                                            check_bounds[, has_mask, raw]}
                                       -> old values as atomic_rmw; each element whose old value
                                          equals `expected` bit for bit becomes `desired`. An
-                                         out-of-bounds element returns `expected`. expected
-                                         and desired: the indices' shape and arr.dtype
-                                         (32/64-bit integers, float32, float64).
+                                         out-of-bounds or masked-off element returns
+                                         `expected`. expected and desired: the indices' shape
+                                         and arr.dtype (32/64-bit integers, float32, float64).
 if         (cond) regions [then, else]-> results = values yielded by the region that runs.
 for        (lb, ub, step, *init) region [body(iv, *carried)]
                                       -> iv runs lb, lb+step, ... while iv < ub (step > 0);
@@ -163,6 +174,6 @@ TERMINATORS = ("yield", "continue", "break")
 ATOMIC_FNS = ("add", "max", "min", "and", "or", "xor", "xchg")
 
 OPS = ("constant", "bid", "num_blocks", "array_dim", "array_stride", "iota", "broadcast",
-       "reshape", "permute", "astype", "unary", "binary", "compare", "where", "reduce",
+       "reshape", "permute", "astype", "bitcast", "unary", "binary", "compare", "where", "reduce",
        "argreduce", "scan", "fold", "load", "store", "gather", "scatter", "atomic_rmw",
        "atomic_cas", "if", "for", "while") + TERMINATORS

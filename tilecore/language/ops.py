@@ -11,7 +11,7 @@ from .enums import MemoryOrder, MemoryScope, PaddingMode, RoundingMode
 
 __all__ = [
     "cdiv", "bid", "num_blocks", "num_tiles", "load", "store", "gather", "scatter",
-    "arange", "zeros", "ones", "full", "astype", "reshape", "permute", "transpose",
+    "arange", "zeros", "ones", "full", "astype", "bitcast", "reshape", "permute", "transpose",
     "broadcast_to", "expand_dims", "sum", "prod", "max", "min", "argmax", "argmin",
     "minimum", "maximum", "where", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin",
     "cos", "tan", "sinh", "cosh", "tanh", "floor", "ceil", "abs", "isnan", "pow", "atan2",
@@ -118,6 +118,12 @@ def full(shape, fill_value, dtype=None):
 @_tile_only
 def astype(x, dtype, /):
     """Element-wise conversion to `dtype`."""
+
+
+@_tile_only
+def bitcast(x, dtype, /):
+    """The same bits read as `dtype`, element by element; `dtype` must have the
+    same width as x's (bool, tfloat32 and float4_e2m1fn are not allowed)."""
 
 
 @_tile_only

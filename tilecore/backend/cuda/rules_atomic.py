@@ -28,7 +28,7 @@ from . import rules_memory
 from .cnames import literal, padding_value
 from .emit import Ctx
 from .layout import Layout
-from .rules_memory import _gather_scatter_terms, _TileAccess, ordered_in_block
+from .rules_memory import _gather_scatter_terms, _TileAccess, ordered_in_block, split_mask
 
 __all__ = ["RULES"]
 
@@ -113,17 +113,19 @@ def _thread0(ctx: Ctx, ordering: _Ordering, access: list[str], ct: str, init: st
 
 
 # --- atomics ---------------------------------------------------------------------------------------
-def _atomic(ctx: Ctx, op: Op, values: list, indices: list, outside: str) -> None:
+def _atomic(ctx: Ctx, op: Op, values: list, first: int, outside: str) -> None:
     """atomic_rmw / atomic_cas with per-element operand `values` (tiles of the
-    indices' shape) at element `indices`; `outside` is the C++ old value of an
-    out-of-bounds element (with `k` the element's position in the thread)."""
+    indices' shape) at the element indices (and mask) from operand `first` on;
+    `outside` is the C++ old value of an out-of-bounds or masked-off element
+    (with `k` the element's position in the thread)."""
     arr = ctx.arrays[op.operands[0].id]
     ct = ctx.uses(arr.dtype)
     fn = op.attrs.get("fn", "cas")
     used = bool(ctx.users(op.result))
     lay = ctx.layout(op.result.type)
     ordering = _Ordering(ctx, op, lay.replicated)
-    cond, off = _gather_scatter_terms(ctx, op, arr, indices, None, lay)
+    indices, mask = split_mask(op, first)
+    cond, off = _gather_scatter_terms(ctx, op, arr, indices, mask, lay)
     red = not used and fn not in ("xchg", "cas")
     args = ", ".join(f"{ctx.name(v)}.v[k]" for v in values)
     call = f"tc::{'red' if red else 'atom'}_{_instr(fn, arr.dtype)}<{ordering.scope}>(" \
@@ -145,13 +147,12 @@ def _atomic(ctx: Ctx, op: Op, values: list, indices: list, outside: str) -> None
 
 def _atomic_rmw(ctx: Ctx, op: Op) -> None:
     dtype = op.operands[0].type.dtype
-    _atomic(ctx, op, [op.operands[1]], list(op.operands[2:]), literal(dtype, 0))
+    _atomic(ctx, op, [op.operands[1]], 2, literal(dtype, 0))
 
 
 def _atomic_cas(ctx: Ctx, op: Op) -> None:
     expected = op.operands[1]
-    _atomic(ctx, op, [expected, op.operands[2]], list(op.operands[3:]),
-            f"{ctx.name(expected)}.v[k]")
+    _atomic(ctx, op, [expected, op.operands[2]], 3, f"{ctx.name(expected)}.v[k]")
 
 
 # --- ordered loads and stores ------------------------------------------------------------------------

@@ -77,6 +77,11 @@ def _astype_expr(ctx: Ctx, op: Op, args: list[str]) -> str:
     return f"tc::cvt<{ct}>({args[0]})"
 
 
+def _bitcast_expr(ctx: Ctx, op: Op, args: list[str]) -> str:
+    ctx.uses(op.operands[0].type.dtype)
+    return f"tc::bitcast<{ctx.uses(op.result.type.dtype)}>({args[0]})"
+
+
 def _unary_expr(ctx: Ctx, op: Op, args: list[str]) -> str:
     fn = op.attrs["fn"] + ("_approx" if op.attrs.get("rounding") is RoundingMode.APPROX else "")
     return f"tc::op_{fn}({args[0]})"
@@ -189,11 +194,11 @@ def _where_expr(ctx: Ctx, op: Op, args: list[str]) -> str:
 # op name -> the C++ expression of one result element, given the C++
 # expressions of the operands' corresponding elements (k and e in scope).
 # Shared by the per-op loops here and the fused loops of fusion.py.
-ELEMENT_EXPRS = {"iota": _iota_expr, "astype": _astype_expr, "unary": _unary_expr,
+ELEMENT_EXPRS = {"iota": _iota_expr, "astype": _astype_expr, "bitcast": _bitcast_expr, "unary": _unary_expr,
                  "binary": _binary_expr, "compare": _compare_expr, "where": _where_expr}
 
 RULES = {
     "constant": _constant, "bid": _bid, "num_blocks": _num_blocks, "array_dim": _array_dim,
-    "array_stride": _array_stride, "iota": _iota, "astype": _elementwise, "unary": _elementwise,
+    "array_stride": _array_stride, "iota": _iota, "astype": _elementwise, "bitcast": _elementwise, "unary": _elementwise,
     "binary": _binary, "compare": _elementwise, "where": _elementwise,
 }

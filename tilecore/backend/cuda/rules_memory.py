@@ -1,5 +1,7 @@
 """Rules for global memory: tile-space load/store (vectorized when the array
-is known aligned and unit-stride) and gather/scatter. Offsets are 64-bit."""
+is known aligned and unit-stride) and gather/scatter. Offsets are 64-bit.
+A raw gather/scatter/atomic (attr raw, from Array.get_raw_memory()) has one
+index, the element offset from the array's pointer: no stride, no bounds."""
 from __future__ import annotations
 
 import math
@@ -243,14 +245,15 @@ def _gather_scatter_terms(ctx: Ctx, op: Op, arr: ArrayArg, indices, mask, layout
         i = f"(long long){ctx.name(iv)}.v[k]"
         if op.attrs.get("check_bounds", True):
             conds.append(f"{i} >= 0 && {i} < {arr.dims[d]}")
-        s = arr.stride(d)
+        s = "1" if op.attrs.get("raw") else arr.stride(d)
         terms.append(i if s == "1" else f"{i} * {s}")
     if mask is not None:
         conds.append(f"{ctx.name(mask)}.v[k]")
     return " && ".join(c for c in conds if c), " + ".join(terms)
 
 
-def _split_mask(op: Op, first: int):
+def split_mask(op: Op, first: int):
+    """(indices, mask or None): the operands from `first` on."""
     rest = op.operands[first:]
     if op.attrs.get("has_mask"):
         return rest[:-1], rest[-1]
@@ -260,7 +263,7 @@ def _split_mask(op: Op, first: int):
 def _gather(ctx: Ctx, op: Op) -> None:
     arr = ctx.arrays[op.operands[0].id]
     pad = ctx.scalar(op.operands[1])
-    indices, mask = _split_mask(op, 2)
+    indices, mask = split_mask(op, 2)
     out = ctx.declare(op.result)
     lay = ctx.layout(op.result.type)
     cond, off = _gather_scatter_terms(ctx, op, arr, indices, mask, lay)
@@ -272,7 +275,7 @@ def _gather(ctx: Ctx, op: Op) -> None:
 def _scatter(ctx: Ctx, op: Op) -> None:
     arr = ctx.arrays[op.operands[0].id]
     vals = ctx.name(op.operands[1])
-    indices, mask = _split_mask(op, 2)
+    indices, mask = split_mask(op, 2)
     lay = ctx.layout(op.operands[1].type)
     cond, off = _gather_scatter_terms(ctx, op, arr, indices, mask, lay)
     if lay.replicated:

@@ -361,6 +361,27 @@ def astype(g: Gen) -> bool:
     return True
 
 
+def bitcast(g: Gen) -> bool:
+    """The bits of an exact value read as an integer dtype of the same width
+    (float or integer source): integer results compare bit for bit, so the
+    bits of a float (-0.0, infinities) must match the interpreter's. NaNs are
+    replaced by 0 first: the payload of a NaN that arithmetic or padding
+    produces is unspecified (the GPU's is 0x7fffffff, NumPy's 0x7fc00000)."""
+    x = g.pick(lambda v: v.tol.kind == "exact" and not v.dtype.is_bool
+               and v.dtype.name not in ("tfloat32", "float4_e2m1fn"))
+    if x is None:
+        return False
+    choices = [d for d in (D.int8, D.uint8, D.int16, D.uint16, D.int32, D.uint32, D.int64,
+                           D.uint64) if d.itemsize == x.dtype.itemsize and d is not x.dtype]
+    dst = g.rng.choice(choices)
+    var = Var(g.name("t"), dst, x.shape, x.tol)
+    g.use(x)
+    src = f"ct.where(ct.isnan({x.name}), 0, {x.name})" if x.dtype.is_float else x.name
+    g.define(var, f"ct.bitcast({src}, ct.{dst.name})")
+    g.feature("bitcast", x.dtype.name, dst.name)
+    return True
+
+
 def _axes(g: Gen, rank: int) -> tuple[str, tuple[int, ...]]:
     """(source of an axis argument, the normalized axes)."""
     r = g.rng.random()
@@ -581,7 +602,7 @@ def same_type_update(g: Gen, t: Var) -> Optional[tuple[str, Tol, bool]]:
 
 OPS = {
     "binary": (30, binary), "compare": (8, compare), "unary": (10, unary), "where": (6, where),
-    "astype": (8, astype), "reduce": (7, reduce), "argreduce": (3, argreduce),
+    "astype": (8, astype), "bitcast": (2, bitcast), "reduce": (7, reduce), "argreduce": (3, argreduce),
     "shape": (10, shape_op), "factory": (3, factory), "fold": (2, fold_check),
     **memops.OPS,
 }

@@ -174,4 +174,13 @@ __device__ __forceinline__ To cvt(From x) {
   else return Num<To>::from_float(Num<From>::to_f(x));
 }
 
+// bitcast: the same bytes read as another type of the same size.
+template <class To, class From>
+__device__ __forceinline__ To bitcast(From x) {
+  static_assert(sizeof(To) == sizeof(From), "bitcast between types of different sizes");
+  To y;
+  memcpy(&y, &x, sizeof(To));
+  return y;
+}
+
 }  // namespace tc

@@ -1,0 +1,139 @@
+"""Whole-array inclusive sum: the decoupled look-back sample
+(examples/lookback_scan.py: a status-clearing kernel, then the single-pass
+scan) beside CUB (`cuda.compute.make_inclusive_scan`, from the cuda-cccl
+package), CuPy's `cumsum` and `torch.cumsum`, and the device-to-device copy,
+at 2^24..2^28 float32 and int32 elements, all in one run on one GPU.
+
+Bandwidth counts bytes read plus written (8 per element: a single-pass scan
+moves what a copy moves), timed in the steady state (common.steady_ms:
+back-to-back calls over rotating buffers). Each implementation is checked
+against NumPy before it is timed. The issue's goal: tilecore at >= 90% of the
+copy and 10-20% above CUB.
+
+    python benchmarks/bench_scan.py [--out DIR] [--sweep]
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import cupy as cp
+import numpy as np
+import torch
+
+import tilecore as ct
+from common import (buffer_sets, copy_bandwidth_gbs, device_info, parse_out, print_table,
+                    steady_ms, write_json)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+from lookback_scan import init_status, lookback_scan  # noqa: E402
+
+SIZES = (24, 26, 27, 28)
+DTYPES = (np.float32, np.int32)
+DEFAULT_TILE, WINDOW = 4096, 32
+SWEEP_TILES = (1024, 2048, 4096, 8192)
+
+
+class TileScan:
+    """The sample with its scratch arrays allocated once (as the device scan's
+    temporary storage will be): two launches per call."""
+
+    def __init__(self, n: int, dtype, tile: int, window: int = WINDOW):
+        self.tiles = ct.cdiv(n, tile)
+        padded = ct.cdiv(self.tiles, window) * window
+        self.counter = cp.zeros(1, cp.int32)
+        self.status = cp.zeros(padded, cp.int64)
+        self.tile, self.window = tile, window
+
+    def __call__(self, x, y) -> None:
+        ct.launch(None, (self.status.shape[0] // self.window,), init_status,
+                  (self.counter, self.status, self.window))
+        ct.launch(None, (self.tiles,), lookback_scan,
+                  (x, y, self.counter, self.status, self.tile, self.window))
+
+
+class CubScan:
+    """cuda.compute's inclusive scan with OpKind.PLUS and its temp storage allocated once."""
+
+    def __init__(self, x, y):
+        import cuda.compute as cc
+        self.cc = cc
+        self.scanner = cc.make_inclusive_scan(d_in=x, d_out=y, op=cc.OpKind.PLUS, init_value=None)
+        nbytes = self.scanner(temp_storage=None, d_in=x, d_out=y, op=cc.OpKind.PLUS,
+                              init_value=None, num_items=x.shape[0])
+        self.temp = cp.empty(max(nbytes, 1), cp.uint8)
+
+    def __call__(self, x, y) -> None:
+        self.scanner(temp_storage=self.temp, d_in=x, d_out=y, op=self.cc.OpKind.PLUS,
+                     init_value=None, num_items=x.shape[0])
+
+
+def _inputs(n: int, dtype, count: int) -> list:
+    rng = cp.random.default_rng(11)
+    if dtype == np.int32:
+        return [(rng.integers(-100, 100, n, dtype=cp.int32), cp.empty(n, cp.int32))
+                for _ in range(count)]
+    return [(rng.standard_normal(n, dtype=cp.float32), cp.empty(n, cp.float32))
+            for _ in range(count)]
+
+
+def _check(name: str, fn, x, y) -> None:
+    y.fill(0)
+    fn(x, y)
+    cp.cuda.Device().synchronize()
+    host = cp.asnumpy(x).astype(np.float64)
+    got = cp.asnumpy(y).astype(np.float64)
+    if x.dtype == cp.int32:
+        want = np.cumsum(cp.asnumpy(x), dtype=np.int64).astype(np.int32)
+        ok = np.array_equal(got, want)
+    else:
+        bound = x.shape[0] * 2.0 ** -24 * np.cumsum(np.abs(host))
+        ok = bool((np.abs(got - np.cumsum(host)) <= bound).all())
+    if not ok:
+        raise AssertionError(f"{name} is wrong at n={x.shape[0]} ({x.dtype})")
+
+
+def _peers(x, y) -> dict:
+    """Name -> callable(x, y) for every peer that imports here."""
+    peers = {"CuPy cumsum": lambda a, b: cp.cumsum(a, out=b),
+             "torch.cumsum": lambda a, b: torch.cumsum(torch.as_tensor(a, device="cuda"), 0,
+                                                       out=torch.as_tensor(b, device="cuda"))}
+    try:
+        peers["CUB"] = CubScan(x, y)
+    except ImportError as e:
+        print(f"CUB (cuda.compute) not measured: {e}")
+    return peers
+
+
+def main() -> None:
+    out = parse_out()
+    sweep = "--sweep" in sys.argv
+    copy = copy_bandwidth_gbs()
+    rows, records = [], []
+    for dtype in DTYPES:
+        for log2n in SIZES:
+            n = 1 << log2n
+            sets = _inputs(n, dtype, buffer_sets(8 * n))
+            impls = {f"tilecore tile {t}": TileScan(n, dtype, t)
+                     for t in (SWEEP_TILES if sweep else (DEFAULT_TILE,))}
+            impls.update(_peers(*sets[0]))
+            gbs = {}
+            for name, fn in impls.items():
+                _check(name, fn, *sets[0])
+                ms = steady_ms([lambda x=x, y=y, fn=fn: fn(x, y) for x, y in sets])
+                gbs[name] = 8 * n / ms / 1e6
+            best = max((k for k in gbs if k.startswith("tilecore")), key=gbs.get)
+            cub = gbs.get("CUB")
+            rows.append([np.dtype(dtype).name, f"2^{log2n}", *(round(v, 1) for v in gbs.values()),
+                         f"{100 * gbs[best] / copy:.1f}%",
+                         f"{100 * gbs[best] / cub:.1f}%" if cub else "-"])
+            records.append({"dtype": np.dtype(dtype).name, "n": n, "gbs": gbs, "copy_gbs": copy})
+            header = ["dtype", "n", *gbs, "best tilecore / copy", "best tilecore / CUB"]
+    print(f"device-to-device copy: {copy:.1f} GB/s (read + written)")
+    print_table("inclusive sum, GB/s (bytes read + written, steady state)", header, rows)
+    path = write_json(out, "scan", {**device_info(), "copy_gbs": copy, "results": records})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""Single-pass inclusive scan of a whole array with decoupled look-back
+(Merrill and Garland, 2016), the kernel the device-wide scan grows from.
+
+Each block takes its tile number from an atomic counter, in the order blocks
+start: a block only ever waits for tiles taken earlier, by blocks that are
+already running, so the protocol cannot deadlock however the GPU schedules
+blocks. The block scans its tile, publishes the tile's aggregate (status
+AGGREGATE), then looks back over its predecessors' status words a window at a
+time: it adds aggregates until it meets a tile whose inclusive prefix is
+published (status PREFIX), adds that and stops; then it publishes its own
+inclusive prefix, so later tiles rarely look back further than one window.
+A status word holds the flag and the 32-bit value together, so one relaxed
+64-bit store publishes both and one relaxed load reads both: no fence is
+needed, and none is paid for (values wider than 32 bits need a separate value
+array, published by a release store of the flag and read after an acquire
+load: see tests/host/test_gpu_atomics.py).
+
+In the CPU interpreter blocks run one after another in tile-number order, so
+every look-back finds its predecessor's prefix at once: the interpreter checks
+the arithmetic of the protocol, not its memory ordering (that is what the GPU
+tests are for). A wait that nothing can end there is an error, not a hang.
+
+    python examples/lookback_scan.py
+"""
+import numpy as np
+
+import tilecore as ct
+from _device import backend
+
+MO, MS = ct.MemoryOrder, ct.MemoryScope
+INVALID, AGGREGATE, PREFIX = 0, 1, 2
+
+
+@ct.kernel
+def init_status(counter, status, TILE: ct.Constant[int]):
+    """Clear the ticket counter and every tile's status word before a scan."""
+    ct.store(status, (ct.bid(0),), ct.zeros((TILE,), ct.int64))
+    if ct.bid(0) == 0:
+        ct.store(counter, (0,), ct.zeros((1,), ct.int32))
+
+
+@ct.function
+def status_word(flag, value):
+    """A tile's status word: the flag in the high 32 bits, the value's bits in the
+    low 32, so that one 64-bit access publishes or reads both together."""
+    return (ct.full((1,), flag, ct.int64) << 32) | ct.bitcast(value, ct.uint32).astype(ct.int64)
+
+
+@ct.function
+def combine(ready_a, found_a, value_a, ready_b, found_b, value_b):
+    """Fold (ready, prefix found, value) of consecutive tiles a and b: all ready,
+    any prefix, and the sum of the values from the last prefix on. Associative,
+    not commutative: the order of the tiles matters."""
+    return (ct.minimum(ready_a, ready_b), ct.maximum(found_a, found_b),
+            ct.where(found_b > 0, value_b, value_a + value_b))
+
+
+@ct.kernel
+def lookback_scan(x, y, counter, status, TILE: ct.Constant[int], WINDOW: ct.Constant[int]):
+    t = ct.atomic_add(counter, 0, 1, memory_order=MO.RELAXED)
+    scanned = ct.cumsum(ct.load(x, (t,), (TILE,), padding_mode=ct.PaddingMode.ZERO), 0)
+    last = ct.arange(TILE, dtype=ct.int32) == TILE - 1
+    total = ct.sum(ct.where(last, scanned, 0), 0, keepdims=True)   # the tile's aggregate
+    exclusive = ct.zeros((1,), y.dtype)
+    if t > 0:
+        ct.store(status, (t,), status_word(AGGREGATE, total), memory_order=MO.RELAXED,
+                 memory_scope=MS.DEVICE)
+        end = t   # tiles [0, end) are still to be accounted for
+        while end > 0:
+            w = (end - 1) // WINDOW
+            live = w * WINDOW + ct.arange(WINDOW, dtype=ct.int32) < end
+            words = ct.load(status, (w,), (WINDOW,), memory_order=MO.RELAXED,
+                            memory_scope=MS.DEVICE)
+            flags = (words >> 32).astype(ct.int32)
+            values = ct.bitcast((words & 0xFFFFFFFF).astype(ct.uint32), y.dtype)
+            ready, found, part = ct.reduce(
+                (ct.where(live, flags != INVALID, True).astype(ct.int32),
+                 ct.where(live & (flags == PREFIX), 1, 0), ct.where(live, values, 0)),
+                0, combine, (1, 0, 0), keepdims=True)
+            if ready.item() == 1:
+                exclusive = exclusive + part
+                end = ct.where(found.item() == 1, 0, w * WINDOW)
+    ct.store(status, (t,), status_word(PREFIX, exclusive + total), memory_order=MO.RELAXED,
+             memory_scope=MS.DEVICE)
+    ct.store(y, (t,), scanned + exclusive)
+
+
+def inclusive_scan(x, y, stream=None, tile: int = 1024, window: int = 32, alloc=np.zeros):
+    """y = cumsum(x) over a 1-D array of 32-bit numbers, with scratch arrays from `alloc`."""
+    n = x.shape[0]
+    tiles = ct.cdiv(n, tile)
+    padded = ct.cdiv(tiles, window) * window
+    counter, status = alloc(1, np.int32), alloc(padded, np.int64)
+    ct.launch(stream, (padded // window,), init_status, (counter, status, window))
+    ct.launch(stream, (tiles,), lookback_scan, (x, y, counter, status, tile, window))
+
+
+def main() -> None:
+    where, dev, host, stream = backend()
+    alloc = np.zeros
+    if where == "GPU":
+        import cupy as cp
+        alloc = cp.zeros
+    rng = np.random.default_rng(3)
+    sizes = (1, 1025, 100_003) if where != "GPU" else (1, 1025, (1 << 20) + 7, 1 << 24)
+    for n in sizes:
+        for dtype in (np.int32, np.float32):
+            x = rng.integers(-100, 100, n).astype(dtype) if dtype == np.int32 else \
+                rng.standard_normal(n).astype(dtype)
+            y = dev(np.zeros(n, dtype))
+            inclusive_scan(dev(x), y, stream, alloc=alloc)
+            got = host(y)
+            if dtype == np.int32:
+                np.testing.assert_array_equal(got, np.cumsum(x, dtype=np.int64).astype(np.int32))
+            else:   # any summation order is within n * u * sum(|x|) of the exact prefix
+                bound = n * 2.0 ** -24 * np.cumsum(np.abs(x.astype(np.float64)))
+                assert (np.abs(got - np.cumsum(x.astype(np.float64))) <= bound).all()
+            print(f"lookback_scan on the {where}: {n} {np.dtype(dtype).name}, correct")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""The kernels the GPU runs with the shipped sm_80/sm_90 policies (full-size
+tiles, both passes, 64-bit offsets from 2**31 items) compile under NVRTC for
+sm_80 and sm_90. Launches are captured instead of run."""
+import numpy as np
+import pytest
+
+import tilecore as ct
+from tilecore.algorithms import DeviceReduce as R
+
+
+def captured(monkeypatch, method, *args):
+    calls = []
+    monkeypatch.setattr(ct, "launch", lambda stream, grid, kernel, a: calls.append((kernel, a)))
+    nbytes = method(None, *args)
+    method(np.zeros(nbytes, np.uint8), *args)
+    return calls
+
+
+def user_add(a, b):
+    return a + b
+
+
+CASES = {
+    "sum-f32": lambda n, x: (R.sum, x.astype(np.float32), np.zeros(1, np.float32), n),
+    "sum-i8": lambda n, x: (R.sum, x.astype(np.int8), np.zeros(1, np.int8), n),
+    "sum-f64": lambda n, x: (R.sum, x.astype(np.float64), np.zeros(1, np.float64), n),
+    "min-f16": lambda n, x: (R.min, x.astype(np.float16), np.zeros(1, np.float16), n),
+    "argmax-f32": lambda n, x: (R.arg_max, x.astype(np.float32), np.zeros(1, np.float32),
+                                np.zeros(1, np.int64), n),
+    "user-f32": lambda n, x: (R.reduce, x.astype(np.float32), np.zeros(1, np.float32), n,
+                              user_add, 0.0),
+}
+
+
+@pytest.mark.interpreter_only
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_default_policy_kernels_compile(monkeypatch, arch, case):
+    n = 1 << 20
+    x = np.zeros(n, np.float32)
+    monkeypatch.setenv("TILECORE_ARCH", arch)              # the interpreter takes arch's policy
+    calls = captured(monkeypatch, *CASES[case](n, x))
+    assert len(calls) == 2                                  # two passes
+    for kernel, args in calls:
+        ck = ct.compile(kernel, args, arch=arch)
+        assert ck.stack_bytes == 0, f"{case}: spills ({ck.stack_bytes} bytes of stack)"
+
+
+@pytest.mark.interpreter_only
+@pytest.mark.parametrize("method", ["sum", "arg_min"])
+def test_64bit_offsets_compile(monkeypatch, method):
+    """2**31 + 5 items (a broadcast view stands for the 2 GB array)."""
+    n = (1 << 31) + 5
+    x = np.broadcast_to(np.int8(1), (n,))
+    outs = (np.zeros(1, np.int64),) if method == "sum" else (np.zeros(1, np.int8),
+                                                             np.zeros(1, np.int64))
+    calls = captured(monkeypatch, getattr(R, method), x, *outs, n)
+    for kernel, args in calls:
+        src = ct.compile(kernel, args, arch="sm_90").source
+        assert "long long" in src

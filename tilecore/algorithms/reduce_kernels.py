@@ -1,0 +1,223 @@
+"""DeviceReduce's tile kernels (CUB's agents), in the public tile language.
+
+Every kernel reduces `n` items of `x` over a grid-stride partition: the input
+is cut into tiles of TILE items, full tile k goes to block k % grid, and the
+last, partial tile (if any) to block (n // TILE) % grid, which masks it. Each
+block accumulates its tiles element-wise in registers (one accumulator tile,
+no reduction inside the loop), reduces the accumulator tile once at the end,
+and writes one partial (FINAL=False) or, as the only block, combines `init`
+and writes the result in the output's dtype (FINAL=True). The partition and
+the combination order depend only on (n, TILE, grid), so results are
+bit-identical run to run.
+
+- `reduce_known`: well-known operators (KIND: add, mul, min, max, and, or,
+  xor), padded with the operator's identity ID.
+- `reduce_user`: a user operator OP. No identity is known, so an accumulator
+  lane starts from a block's first full tile, a partial tile is merged under
+  its mask, and the final reduction combines (value, valid) pairs.
+- `arg_reduce` / `arg_reduce_pairs`: arg_min / arg_max over the input, then
+  over the blocks' (value, index) partials; ties go to the smallest index.
+
+Policies reach the kernels as Constants (TILE) and kernel options
+(num_threads); `XFORM` (a function of one tile) is transform_reduce's
+transform, applied to loaded items before they become accumulators.
+"""
+from __future__ import annotations
+
+import tilecore as ct
+
+__all__ = ["reduce_known", "reduce_user", "arg_reduce", "arg_reduce_pairs"]
+
+ZERO = ct.PaddingMode.ZERO
+
+
+@ct.function
+def combine_known(a, b, KIND):
+    """a KIND b for a well-known operator; min/max of floats are fmin/fmax
+    (a NaN operand is ignored), as CUB's cuda::minimum/maximum."""
+    if KIND == "add":
+        return a + b
+    elif KIND == "mul":
+        return a * b
+    elif KIND == "and":
+        return a & b
+    elif KIND == "or":
+        return a | b
+    elif KIND == "xor":
+        return a ^ b
+    elif KIND == "min":
+        if a.dtype.is_float:
+            return ct.where((a < b) | ct.isnan(b), a, b)
+        else:
+            return ct.minimum(a, b)
+    else:
+        if a.dtype.is_float:
+            return ct.where((a > b) | ct.isnan(b), a, b)
+        else:
+            return ct.maximum(a, b)
+
+
+@ct.function
+def items(t, ACC, XFORM, HAS_XFORM):
+    """Loaded items as accumulator values (transformed first, if asked)."""
+    if HAS_XFORM:
+        return ct.astype(XFORM(t), ACC)
+    else:
+        return ct.astype(t, ACC)
+
+
+@ct.kernel
+def reduce_known(x, out, n, init, TILE: ct.Constant[int], ACC: ct.Constant,
+                 KIND: ct.Constant[str], ID: ct.Constant, XFORM: ct.Constant,
+                 HAS_XFORM: ct.Constant[bool], FINAL: ct.Constant[bool]):
+    b = ct.bid(0)
+    g = ct.num_blocks(0)
+    full = n // TILE
+    acc = ct.full((TILE,), ID, ACC)
+    for i in range((full - b + g - 1) // g):
+        t = items(ct.load(x, index=(b + i * g,), shape=(TILE,)), ACC, XFORM, HAS_XFORM)
+        acc = combine_known(acc, t, KIND)
+    rem = n - full * TILE
+    if rem > 0:
+        if b == full % g:
+            t = items(ct.load(x, index=(full,), shape=(TILE,), padding_mode=ZERO), ACC, XFORM,
+                      HAS_XFORM)
+            acc = ct.where(ct.arange(TILE) < rem, combine_known(acc, t, KIND), acc)
+    if KIND == "add":
+        r = ct.sum(acc, 0, keepdims=True)
+    elif KIND == "min" and not ACC.is_float:
+        r = ct.min(acc, 0, keepdims=True)
+    elif KIND == "max" and not ACC.is_float:
+        r = ct.max(acc, 0, keepdims=True)
+    else:
+        r = ct.reduce(acc, 0, lambda p, q: combine_known(p, q, KIND), ID, keepdims=True)
+    if FINAL:
+        r = combine_known(ct.full((1,), init, ACC), r, KIND)
+        ct.store(out, index=(0,), tile=ct.astype(r, out.dtype))
+    else:
+        ct.store(out, index=(b,), tile=r)
+
+
+@ct.kernel
+def reduce_user(x, out, n, init, TILE: ct.Constant[int], ACC: ct.Constant, OP: ct.Constant,
+                XFORM: ct.Constant, HAS_XFORM: ct.Constant[bool], FINAL: ct.Constant[bool]):
+    b = ct.bid(0)
+    g = ct.num_blocks(0)
+    full = n // TILE
+    mine = (full - b + g - 1) // g
+    if mine > 0:
+        acc = items(ct.load(x, index=(b,), shape=(TILE,)), ACC, XFORM, HAS_XFORM)
+        ok = ct.full((TILE,), True, ct.bool_)
+    else:
+        acc = ct.zeros((TILE,), ACC)
+        ok = ct.full((TILE,), False, ct.bool_)
+    for i in range(1, mine):
+        t = items(ct.load(x, index=(b + i * g,), shape=(TILE,)), ACC, XFORM, HAS_XFORM)
+        acc = ct.astype(OP(acc, t), ACC)
+    rem = n - full * TILE
+    if rem > 0:
+        if b == full % g:
+            t = items(ct.load(x, index=(full,), shape=(TILE,), padding_mode=ZERO), ACC, XFORM,
+                      HAS_XFORM)
+            valid = ct.arange(TILE) < rem
+            acc = ct.where(ok & valid, ct.astype(OP(acc, t), ACC), ct.where(valid, t, acc))
+            ok = ok | valid
+
+    def pair(p, p_ok, q, q_ok):
+        both = ct.astype(OP(p, q), ACC)
+        return ct.where(p_ok & q_ok, both, ct.where(p_ok, p, q)), p_ok | q_ok
+    r, r_ok = ct.reduce((acc, ok), 0, pair, (0, False), keepdims=True)
+    if FINAL:
+        start = ct.full((1,), init, ACC)
+        r = ct.where(r_ok, ct.astype(OP(start, r), ACC), start)
+        ct.store(out, index=(0,), tile=ct.astype(r, out.dtype))
+    else:
+        ct.store(out, index=(b,), tile=r)
+
+
+@ct.function
+def before(v, i, w, j, MAX):
+    """Whether (value v, index i) comes before (w, j) in arg_min (MAX: arg_max)
+    order: the smaller (larger) value, NaN last, ties to the smaller index."""
+    if v.dtype.is_float:
+        v_nan = ct.isnan(v)
+        w_nan = ct.isnan(w)
+        if MAX:
+            better = (v > w) | (w_nan & ~v_nan)
+        else:
+            better = (v < w) | (w_nan & ~v_nan)
+        same = (v == w) | (v_nan & w_nan)
+    else:
+        if MAX:
+            better = v > w
+        else:
+            better = v < w
+        same = v == w
+    return better | (same & (i < j))
+
+
+@ct.function
+def arg_finish(acc, idx, out_value, out_index, n, empty, ID, MAX, FINAL):
+    """Reduce the lanes' (value, index) pairs and write them: the only block's
+    result (with CUB's empty-input outputs), or this block's partial."""
+    def pick(v, i, w, j):
+        first = before(v, i, w, j, MAX)
+        return ct.where(first, v, w), ct.where(first, i, j)
+    r, ri = ct.reduce((acc, idx), 0, pick, (ID, 9223372036854775807), keepdims=True)
+    if FINAL:
+        r = ct.where(n == 0, ct.full((1,), empty, acc.dtype), r)
+        ri = ct.where(n == 0, ct.full((1,), 1, ct.int64), ri)
+        ct.store(out_value, index=(0,), tile=ct.astype(r, out_value.dtype))
+        ct.store(out_index, index=(0,), tile=ct.astype(ri, out_index.dtype))
+    else:
+        ct.store(out_value, index=(ct.bid(0),), tile=r)
+        ct.store(out_index, index=(ct.bid(0),), tile=ri)
+
+
+@ct.kernel
+def arg_reduce(x, out_value, out_index, n, empty, TILE: ct.Constant[int], ID: ct.Constant,
+               MAX: ct.Constant[bool], FINAL: ct.Constant[bool]):
+    """arg_min / arg_max of n items (first pass, or the only block when FINAL).
+    Lanes keep the tile number of their best item; its index is computed once
+    at the end (in int64)."""
+    b = ct.bid(0)
+    g = ct.num_blocks(0)
+    full = n // TILE
+    none = full + 1                                     # "no item yet": after every tile
+    acc = ct.full((TILE,), ID, x.dtype)
+    tile_of = ct.full((TILE,), none, none.dtype)
+    for i in range((full - b + g - 1) // g):
+        k = b + i * g
+        t = ct.load(x, index=(k,), shape=(TILE,))
+        kt = ct.full((TILE,), k, none.dtype)
+        take = before(t, kt, acc, tile_of, MAX)
+        acc = ct.where(take, t, acc)
+        tile_of = ct.where(take, kt, tile_of)
+    rem = n - full * TILE
+    if rem > 0:
+        if b == full % g:
+            t = ct.load(x, index=(full,), shape=(TILE,), padding_mode=ZERO)
+            kt = ct.full((TILE,), full, none.dtype)
+            take = before(t, kt, acc, tile_of, MAX) & (ct.arange(TILE) < rem)
+            acc = ct.where(take, t, acc)
+            tile_of = ct.where(take, kt, tile_of)
+    lane = ct.astype(ct.arange(TILE), ct.int64)
+    idx = ct.where(tile_of == none, 9223372036854775807,
+                   ct.astype(tile_of, ct.int64) * TILE + lane)
+    arg_finish(acc, idx, out_value, out_index, n, empty, ID, MAX, FINAL)
+
+
+@ct.kernel
+def arg_reduce_pairs(values, indices, out_value, out_index, n, empty, TILE: ct.Constant[int],
+                     ID: ct.Constant, MAX: ct.Constant[bool]):
+    """The second pass: one block reduces the n (value, index) partials."""
+    acc = ct.full((TILE,), ID, values.dtype)
+    idx = ct.full((TILE,), 9223372036854775807, ct.int64)
+    for k in range(ct.cdiv(n, TILE)):
+        valid = ct.arange(TILE) < n - k * TILE
+        v = ct.load(values, index=(k,), shape=(TILE,), padding_mode=ZERO)
+        i = ct.load(indices, index=(k,), shape=(TILE,), padding_mode=ZERO)
+        take = before(v, i, acc, idx, MAX) & valid
+        acc = ct.where(take, v, acc)
+        idx = ct.where(take, i, idx)
+    arg_finish(acc, idx, out_value, out_index, n, empty, ID, MAX, True)

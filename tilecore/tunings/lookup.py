@@ -1,0 +1,94 @@
+"""Finding tables and matching a tuning key against them.
+
+Where tables are looked for, first found wins per (algorithm, architecture):
+1. the directory named by TILECORE_TUNING_DIR (the user's tables override the
+   shipped ones), laid out as the shipped one: `<dir>/<algorithm>/sm_XY.yaml`;
+2. `tilecore/tuning_db/` inside the installed package (wheels);
+3. `tuning_db/` at the root of a source checkout.
+
+Matching (`resolve`): for the device's architecture and then each older one in
+the chain (sm_120 -> sm_100 -> sm_90 -> sm_80 -> sm_70), the first table found
+decides: its most specific row whose `match` fields all equal the key's (ties:
+the first in the file), merged over the table's `default`; a table with no
+matching row and no default passes to the previous architecture. With no table
+at all the policy hub's built-in policy stands. Never an error for a missing
+table; an invalid table is a TuningError naming file, line and field.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import NamedTuple, Optional
+
+from ..dispatch.selector import architectures_up_to
+from .loader import Row, Table, load_table
+
+__all__ = ["TUNING_DIR_ENV", "table_dirs", "find_table", "best_row", "resolve", "Resolved",
+           "clear_cache", "state"]
+
+TUNING_DIR_ENV = "TILECORE_TUNING_DIR"
+_PACKAGE = Path(__file__).resolve().parent.parent
+
+
+def user_dir() -> Optional[Path]:
+    value = os.environ.get(TUNING_DIR_ENV, "").strip()
+    return Path(value).expanduser() if value else None
+
+
+def table_dirs() -> list[Path]:
+    dirs = [_PACKAGE / "tuning_db", _PACKAGE.parent / "tuning_db"]
+    u = user_dir()
+    return ([u] if u is not None else []) + [d for d in dirs if d.is_dir()]
+
+
+def state() -> str:
+    """Changes when where tables come from changes (a part of host-plan cache keys)."""
+    return os.environ.get(TUNING_DIR_ENV, "")
+
+
+_tables: dict[tuple[str, str, int], Optional[Table]] = {}
+
+
+def clear_cache() -> None:
+    _tables.clear()
+
+
+def find_table(algorithm: str, cc: int) -> Optional[Table]:
+    """The table for (algorithm, sm_cc) from the first directory holding one."""
+    for d in table_dirs():
+        key = (str(d), algorithm, cc)
+        if key not in _tables:
+            path = d / algorithm / f"sm_{cc}.yaml"
+            _tables[key] = load_table(path, algorithm, cc) if path.is_file() else None
+        if _tables[key] is not None:
+            return _tables[key]
+    return None
+
+
+def best_row(table: Table, key: dict) -> Optional[Row]:
+    best: Optional[Row] = None
+    for row in table.rows:
+        if all(key.get(k) == v for k, v in row.match.items()):
+            if best is None or row.specificity > best.specificity:
+                best = row
+    return best
+
+
+class Resolved(NamedTuple):
+    params: dict          # the fields the tables set (merge over the hub's policy)
+    source: str           # "path:line" of the row, "path (default)", or "built-in"
+    provenance: Optional[dict]
+
+
+def resolve(algorithm: str, cc: int, key: dict) -> Resolved:
+    for arch in architectures_up_to(cc):
+        table = find_table(algorithm, arch)
+        if table is None:
+            continue
+        row = best_row(table, key)
+        if row is not None:
+            return Resolved({**table.default, **row.params}, f"{table.path}:{row.line}",
+                            row.provenance)
+        if table.default:
+            return Resolved(dict(table.default), f"{table.path} (default)", table.provenance)
+    return Resolved({}, "built-in", None)

@@ -1,0 +1,147 @@
+"""The tuning-table schema: every algorithm's tunable parameters, their ranges
+and constraints, the tuning-key fields rows may match on, and the provenance
+every table carries. Defined here once: the loader validates tables against
+it, `override_policy` validates overrides against it, and the tuner
+(`python -m tilecore.tune`, later) reads its search space from it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+__all__ = ["Param", "KeyField", "Constraint", "AlgorithmSchema", "SCHEMAS", "SCHEMA_VERSION",
+           "PROVENANCE_FIELDS", "TuningError", "schema_for", "validate_params"]
+
+SCHEMA_VERSION = 1
+
+
+class TuningError(ValueError):
+    """A tuning table or override that does not follow the schema; the message
+    names the file, line and field."""
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    lo: int
+    hi: int
+    power_of_two: bool
+    doc: str
+
+    def check(self, value) -> Optional[str]:
+        """None when `value` is valid, else what is wrong with it."""
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"expected an integer, got {value!r}"
+        if not self.lo <= value <= self.hi:
+            return f"expected a value in {self.lo}..{self.hi}, got {value}"
+        if self.power_of_two and value & (value - 1):
+            return f"expected a power of two in {self.lo}..{self.hi}, got {value}"
+        return None
+
+    def candidates(self) -> list[int]:
+        """The values a tuner may try (powers of two, or the whole range)."""
+        if self.power_of_two:
+            out, v = [], 1
+            while v <= self.hi:
+                if v >= self.lo:
+                    out.append(v)
+                v *= 2
+            return out
+        return list(range(self.lo, self.hi + 1))
+
+
+@dataclass(frozen=True)
+class KeyField:
+    name: str
+    values: tuple
+    doc: str
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A condition on a complete policy (all fields merged)."""
+    doc: str
+    holds: Callable[[dict], bool]
+
+
+@dataclass(frozen=True)
+class AlgorithmSchema:
+    algorithm: str
+    params: tuple[Param, ...]
+    key_fields: tuple[KeyField, ...]
+    constraints: tuple[Constraint, ...]
+
+    def param(self, name: str) -> Optional[Param]:
+        return next((p for p in self.params if p.name == name), None)
+
+    def key_field(self, name: str) -> Optional[KeyField]:
+        return next((k for k in self.key_fields if k.name == name), None)
+
+
+# Provenance of every table, and optionally of each row: who set the values, how.
+PROVENANCE_FIELDS = {
+    "gpu": "the GPU the values were measured on ('none' for hand-set values)",
+    "date": "when (YYYY-MM-DD)",
+    "method": "how they were found (e.g. 'optuna, 200 trials', 'hand-set default')",
+    "gain": "measured gain over the default policy (a fraction, e.g. 0.04), or null",
+}
+
+_DTYPE_NAMES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                "float16", "bfloat16", "float32", "float64", "bool_")
+
+REDUCE = AlgorithmSchema(
+    algorithm="reduce",
+    params=(
+        Param("block_threads", 32, 1024, True, "threads per block of the tile kernels"),
+        Param("items_per_thread", 1, 128, True,
+              "input items each thread loads per tile (tile = block_threads * items_per_thread)"),
+        Param("blocks_per_sm", 1, 32, False,
+              "grid oversubscription: the first pass runs sm_count * blocks_per_sm blocks "
+              "(fewer when there are fewer tiles)"),
+        Param("single_block_max_items", 0, 1 << 24, False,
+              "inputs of at most this many items run as one single-block kernel"),
+        Param("final_block_threads", 32, 1024, True,
+              "threads of the single-block pass over the first pass's partials"),
+    ),
+    key_fields=(
+        KeyField("value_size", (1, 2, 4, 8), "bytes per input item"),
+        KeyField("accum", _DTYPE_NAMES, "accumulator dtype"),
+        KeyField("op", ("add", "mul", "min", "max", "and", "or", "xor", "arg", "user"),
+                 "operator class ('arg': arg_min/arg_max, 'user': a user function)"),
+        KeyField("offset_size", (4, 8), "bytes of the item offsets (8 from 2**31 items)"),
+    ),
+    constraints=(
+        Constraint("block_threads * items_per_thread <= 65536 (tile size; NVRTC time grows "
+                   "fast past it)", lambda p: p["block_threads"] * p["items_per_thread"] <= 65536),
+    ),
+)
+
+SCHEMAS: dict[str, AlgorithmSchema] = {"reduce": REDUCE}
+
+
+def schema_for(algorithm: str) -> AlgorithmSchema:
+    try:
+        return SCHEMAS[algorithm]
+    except KeyError:
+        raise TuningError(f"unknown algorithm {algorithm!r}; known: {sorted(SCHEMAS)}") from None
+
+
+def validate_params(algorithm: str, params: dict, where: str, lines: Optional[dict] = None,
+                    complete: bool = False) -> None:
+    """Check parameter names and values (and, for a complete policy, the
+    constraints); TuningError naming `where` (file:line) and the field."""
+    schema = schema_for(algorithm)
+    for name, value in params.items():
+        at = f"{where}:{lines[name]}" if lines and name in lines else where
+        p = schema.param(name)
+        if p is None:
+            raise TuningError(f"{at}: unknown {algorithm} parameter {name!r}; known: "
+                              f"{[q.name for q in schema.params]}")
+        problem = p.check(value)
+        if problem:
+            raise TuningError(f"{at}: field {name!r}: {problem}")
+    if complete:
+        for c in schema.constraints:
+            if not c.holds(params):
+                raise TuningError(f"{where}: constraint violated: {c.doc} "
+                                  f"(policy {params})")
