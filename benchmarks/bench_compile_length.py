@@ -116,6 +116,9 @@ import tilecore.host.compile as hc
 from tilecore.kernel import Kernel
 
 shape, lines, repeat, folder = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+if len(sys.argv) > 5:
+    import tilecore.backend.cuda.nvrtc as nvrtc
+    nvrtc.COMPACT_FAST_COMPILE = None if sys.argv[5] == "none" else sys.argv[5]
 sys.path.insert(0, folder)
 from bench_compile_length import load_kernel
 
@@ -150,7 +153,8 @@ print(json.dumps({**times, "cxx_lines": compiled.source.count("\n"),
 """
 
 
-def run_child(shape: str, lines: int, repeat: int, timeout: float, work: Path) -> dict | None:
+def run_child(shape: str, lines: int, repeat: int, timeout: float, work: Path,
+              fast_compile: str | None = None) -> dict | None:
     """Measure one (shape, length) in a new process; None when it ran past `timeout`."""
     script = work / "child.py"
     script.write_text(CHILD)
@@ -159,7 +163,7 @@ def run_child(shape: str, lines: int, repeat: int, timeout: float, work: Path) -
     env["PYTHONPATH"] = os.pathsep.join([str(here.parent), env.get("PYTHONPATH", "")])
     try:
         proc = subprocess.run([sys.executable, str(script), shape, str(lines), str(repeat),
-                               str(here)], env=env, cwd=work, capture_output=True, text=True,
+                               str(here), *([fast_compile] if fast_compile else [])], env=env, cwd=work, capture_output=True, text=True,
                               timeout=timeout)
     except subprocess.TimeoutExpired:
         return None
@@ -219,7 +223,13 @@ def main() -> None:
                     help="seconds per (shape, length) child; longer ones are skipped")
     ap.add_argument("--runtime", action="store_true",
                     help="time launches of unrolled and compact builds on the GPU")
+    ap.add_argument("--fast-compile", default=None,
+                    help="NVRTC -Ofc level for compact kernels (min, mid, max, or none for "
+                         "the full -O level; default: tilecore's, nvrtc.COMPACT_FAST_COMPILE)")
     args = ap.parse_args()
+    if args.fast_compile is not None:
+        import tilecore.backend.cuda.nvrtc as nvrtc
+        nvrtc.COMPACT_FAST_COMPILE = None if args.fast_compile == "none" else args.fast_compile
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from common import print_table, write_json
 
@@ -235,7 +245,7 @@ def main() -> None:
         for shape in shapes:
             for lines in map(int, args.lines.split(",")):
                 load = os.getloadavg()[0]
-                r = run_child(shape, lines, args.repeat, args.timeout, Path(tmp))
+                r = run_child(shape, lines, args.repeat, args.timeout, Path(tmp), args.fast_compile)
                 if r is None:
                     rows.append([shape, lines, f"> {args.timeout:.0f} s", "", "", "", "", "", "",
                                  f"{load:.1f}"])

@@ -79,6 +79,26 @@ def steady_ms(fns: Sequence[Callable[[], object]], min_calls: int = 20, groups: 
     return statistics.median(times)
 
 
+def events_ms(fns: Sequence[Callable[[], object]], calls: int = 20, repeats: int = 7) -> float:
+    """Median milliseconds per call of `calls` back-to-back calls cycling
+    through `fns`, between two CUDA events recorded after a synchronization:
+    for calls that wait for the GPU themselves (steady_ms cannot queue them
+    ahead of a sleeping kernel), so host time counts as users see it."""
+    for f in fns:
+        f()  # warm-up (and compilation)
+    times: list[float] = []
+    for _ in range(repeats):
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for i in range(calls):
+            fns[i % len(fns)]()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / calls)
+    return statistics.median(times)
+
+
 _CYCLES_PER_MS: list = []
 
 

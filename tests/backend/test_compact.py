@@ -138,6 +138,26 @@ def test_reduction_folds_in_the_loop_of_its_operand(compact, monkeypatch):
     assert "tc::Frag<float, 8> v4" not in src  # exp's result needs no fragment
 
 
+def test_row_broadcast_is_staged_in_the_loop_that_reads_it(compact, monkeypatch):
+    """x - sum(x, axis=1) on (64, 64): the broadcast of the row sums is read in
+    the subtraction's loop (staged once before it), not copied to a fragment."""
+    monkeypatch.setattr(outline, "MIN_SEGMENT", 10 ** 6)
+    b = Builder()
+    a, c = b.array("a", D.float32, 2), b.array("c", D.float32, 2)
+    bid = b.op("bid", (), (TileType(D.int32, ()),), axis=0)
+    x = b.load(a, [bid, bid], (64, 64))
+    s = b.op("reduce", (x,), (TileType(D.float32, (64, 1)),), fn="sum", axes=(1,),
+             keepdims=True)
+    t = b.op("broadcast", (s,), (x.type,), shape=(64, 64))
+    b.store(c, b.binary("sub", x, t), [bid, bid])
+    src = generate(b.fn, {0: ArraySpec(True, True), 1: ArraySpec(True, True)},
+                   CodegenOptions()).source
+    name = re.search(r"(sm\d+)\[\(e / 64\)\]", src).group(1)
+    loop = src[src.index(f"const float u{t.id} = {name}[(e / 64)];") - 200:]
+    assert "tc::op_sub(" in loop
+    assert f"tc::Frag<float, 8> v{t.id};" not in src  # the broadcast needs no fragment
+
+
 def test_generated_code_is_identical_across_processes():
     script = textwrap.dedent("""
         import sys
@@ -357,3 +377,38 @@ def test_long_kernel_at_the_default_thresholds(tmp_path):
         else:
             y = np.cos(y) * 0.5 - x * 0.25
     np.testing.assert_allclose(c, x + y, rtol=1e-5, atol=1e-5)
+
+
+def _long_rows_kernel():
+    return ct.kernel(_rows_source.pyfunc)
+
+
+@ct.kernel
+def _rows_source(x, y, N: ct.Constant[int]):
+    t = ct.load(x, (ct.bid(0), 0), (1, N))
+    ct.store(y, (ct.bid(0), 0), t - ct.sum(t, axis=1, keepdims=True))
+
+
+def test_compact_kernel_is_compiled_once_with_fast_compile(compact, monkeypatch):
+    """No occupancy refit for a compact kernel (it would compile a long kernel
+    twice), and ptxas's fast-compile level; the registers are still read from
+    the cubin, whose outlined functions are kept apart."""
+    import tilecore.host.compile as host_compile
+    from tilecore.backend.cuda import nvrtc
+    from tilecore.backend.cuda.cubin_info import Resources
+    from tilecore.runtime.cache import CompileCache
+
+    real, calls = host_compile.compile_cubin_report, []
+
+    def report(source, arch, **kw):
+        calls.append(kw.get("fast_compile"))
+        cubin, used = real(source, arch, **kw)
+        assert used is not None and used.registers > 0
+        return cubin, Resources(42, 0)  # 2 registers over 3 blocks of 512 threads
+    monkeypatch.setattr(host_compile, "compile_cubin_report", report)
+    monkeypatch.setattr(host_compile, "default_cache", lambda: CompileCache(None))
+    x = np.zeros((4, 4096), np.float32)
+    got = ct.compile(_long_rows_kernel(), (x, x.copy(), 4096), arch="sm_90")
+    assert "__noinline__" in got.source and "__launch_bounds__(512)" in got.source
+    assert calls == [nvrtc.COMPACT_FAST_COMPILE] and nvrtc.COMPACT_FAST_COMPILE
+    assert got.registers == 42

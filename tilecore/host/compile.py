@@ -25,6 +25,7 @@ from ..backend.cuda import ArraySpec, CodegenOptions, GeneratedKernel, generate
 from ..backend.cuda.arch import max_shared_per_block, supports_clusters, supports_pdl
 from ..backend.cuda.cubin_info import Resources, kernel_resources
 from ..backend.cuda.kernel import with_min_blocks
+from ..backend.cuda import nvrtc
 from ..backend.cuda.nvrtc import compile_cubin_report, header_fingerprint
 from ..backend.cuda.occupancy import blocks_per_sm, tighter_min_blocks
 from ..backend.cuda.toolchain import cuda_core_version, nvrtc_identity
@@ -117,14 +118,20 @@ def _compile_fitted(gen: GeneratedKernel, arch: str, options: CodegenOptions, fn
     """(min_blocks, resources, cubin): the cubin of `gen`, rebuilt with tighter
     launch bounds when its registers miss one more resident block per SM by a
     few (see backend/cuda/occupancy.py); min_blocks is 0 when it was not, the
-    resources 0 when the cubin does not say."""
+    resources 0 when the cubin does not say. A compact kernel (a long one,
+    emitted compactly: backend/cuda/emit.py) is compiled once, with ptxas's
+    fast-compile level (nvrtc.COMPACT_FAST_COMPILE): a rebuild would double
+    its compile time, seconds, for a kernel whose tiles live in local memory
+    anyway."""
+    fast = nvrtc.COMPACT_FAST_COMPILE if gen.compact else None
+
     def report(source: str):
         return compile_cubin_report(source, arch, opt_level=options.opt_level,
-                                    kernel_name=fn.name, loc=fn.loc)
+                                    kernel_name=fn.name, loc=fn.loc, fast_compile=fast)
     cubin, used = report(gen.source)
     if used is None:
         return 0, Resources(0, 0), cubin
-    blocks = None if options.occupancy else \
+    blocks = None if options.occupancy or gen.compact else \
         tighter_min_blocks(gen.block_threads, used.registers, arch)
     if blocks is not None:
         tight_cubin, tight_used = report(with_min_blocks(gen, blocks).source)
@@ -185,6 +192,7 @@ def build(kernel: Kernel, kinds: Sequence[ArgKind], arrays: dict[int, ArraySpec]
         "source": gen.source, "arch": arch, "options": repr(options),
         "nvrtc": nvrtc_identity(), "cuda_core": str(cuda_core_version()),
         "tilecore": _sources_fingerprint(), "headers": header_fingerprint(),
+        **({"fast_compile": nvrtc.COMPACT_FAST_COMPILE or ""} if gen.compact else {}),
     })
     dump_kernel(fn.name, key, fn, gen)
 

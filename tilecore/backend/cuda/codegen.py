@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...ir.core import Block, Op
 from . import fusion, outline, rules_control, rules_elementwise, rules_memory, rules_movement, rules_reduce
-from . import rules_atomic
+from . import privatize, rules_atomic
 from . import rules_scan
 from .emit import Ctx
 
@@ -32,11 +32,17 @@ def emit_block(ctx: Ctx, block: Block) -> None:
     """Emit every op of `block` in program order, noting which values are
     known constants (rules use them to pick exact cheaper forms). A compact
     kernel's blocks are emitted in outlined segments (outline.py), and each
-    run of fusible element-wise ops as one loop (fusion.py)."""
+    run of fusible element-wise ops as one loop (fusion.py). The kernel's body
+    starts and ends with its atomics' private windows (privatize.py)."""
+    body = block is ctx.fn.body
+    if body:
+        privatize.emit_prologue(ctx)
     if ctx.compact:
         outline.emit_outlined(ctx, block.ops, _emit_ops)
     else:
         _emit_ops(ctx, block.ops)
+    if body:
+        privatize.emit_epilogue(ctx, rules_atomic.global_update)
 
 
 def _emit_ops(ctx: Ctx, ops: list[Op]) -> None:

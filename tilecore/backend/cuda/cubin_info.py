@@ -80,6 +80,9 @@ def kernel_resources(cubin: bytes) -> Optional[Resources]:
     try:
         sections = _sections(cubin)
         kernels = [s[0][len(".nv.info."):] for s in sections if s[0].startswith(".nv.info.")]
+        if len(kernels) > 1:  # device functions kept apart (NVRTC -Ofc) have info too
+            names = {s[0] for s in sections}
+            kernels = [k for k in kernels if f".nv.constant0.{k}" in names]
         info = [s for s in sections if s[0] == ".nv.info"]
         if len(kernels) != 1 or len(info) != 1:
             return None

@@ -67,6 +67,7 @@ class Ctx:
     slots: int = 0  # block reductions emitted so far (each has its own partials)
     checks: list = field(default_factory=list)  # run-time checks (rules_control.DeviceCheck)
     barriers: Optional[frozenset] = None  # memory ops after a block barrier (ir/block_order.py)
+    private: Optional[dict] = None  # id(atomic op) -> its private window (privatize.py)
     frames: list[Frame] = field(default_factory=list)
     emit_block: Callable[["Ctx", Block], None] = None  # set by codegen
     depth: int = 1

@@ -93,6 +93,7 @@ class GeneratedKernel:
     params: list[ParamSlot]
     streams: bool = False  # each block reads its own data (ir/block_reuse.py)
     checks: tuple = ()  # run-time checks by index (rules_control.DeviceCheck)
+    compact: bool = False  # emitted compactly (emit.Ctx.compact): long kernels
 
 
 _RAW_BITS = {"float16": "__ushort_as_half", "bfloat16": "__ushort_as_bfloat16"}
@@ -175,7 +176,7 @@ def generate(fn: Function, arrays: dict[int, ArraySpec], options: CodegenOptions
     return GeneratedKernel(
         source="\n".join(src), entry=entry, block_threads=threads,
         smem_bytes=ctx.smem_bytes, param_format="@" + "".join(s.format for s in slots),
-        params=slots, streams=streams(fn), checks=tuple(ctx.checks))
+        params=slots, streams=streams(fn), checks=tuple(ctx.checks), compact=ctx.compact)
 
 
 def with_min_blocks(gen: GeneratedKernel, min_blocks: int) -> GeneratedKernel:

@@ -13,7 +13,7 @@ from ...errors import Loc, TileCompileError
 from .cubin_info import Resources, kernel_resources
 
 __all__ = ["compile_cubin", "compile_cubin_report", "nvrtc_version", "header_fingerprint",
-           "INCLUDE_DIR"]
+           "INCLUDE_DIR", "COMPACT_FAST_COMPILE"]
 
 INCLUDE_DIR = Path(__file__).parent / "include"
 _ERROR_LINE = re.compile(r"^(?P<file>[^\s()]+)\((?P<line>\d+)\): (?:catastrophic )?error", re.M)
@@ -41,14 +41,27 @@ def _excerpt(source: str, line: int) -> str:
                      for n in range(lo, hi + 1))
 
 
-def _compile(source: str, arch: str, opt_level: int, name: str) -> bytes:
-    """The cubin (cuda.core raises NVRTCError, with the log, on failure)."""
+# ptxas's fast-compile level (-Ofc) for compact kernels (emit.Ctx.compact): "min"
+# turns off the ptxas optimizations whose time grows faster than the code, a
+# whole-program step over the calls of the outlined functions (NVRTC 13.5, 2 cores,
+# a 2,000-line kernel of (64, 64) tiles: ptxas took 7-10 s at -O3, 1.6 s at min,
+# the same PTX). NVVM still optimizes fully: NVRTC's own -Ofc=min (NVVM too) cost
+# 1.6-1.9x the launch time of compact kernels on the H100. None: ptxas's -O level.
+COMPACT_FAST_COMPILE: Optional[str] = "min"
+
+
+def _compile(source: str, arch: str, opt_level: int, name: str,
+             fast_compile: Optional[str] = None) -> bytes:
+    """The cubin (cuda.core raises NVRTCError, with the log, on failure).
+    `fast_compile` is ptxas's -Ofc level ("min", "mid", "max"), in place of its
+    -O level."""
     from cuda.core import Program, ProgramOptions
 
     opts = ProgramOptions(name=name, arch=arch, std="c++17",
                           include_path=[str(INCLUDE_DIR), _cuda_include_dir()],
                           device_code_optimize=opt_level > 0,
-                          ptxas_options=[f"-O{opt_level}"])
+                          ptxas_options=[f"-Ofc={fast_compile}" if fast_compile
+                                         else f"-O{opt_level}"])
     return bytes(Program(source, "c++", opts).compile("cubin").code)
 
 
@@ -59,31 +72,33 @@ def _strip_line_directives(source: str) -> str:
 
 
 def compile_cubin(source: str, arch: str, *, opt_level: int = 3, kernel_name: str = "",
-                  loc: Loc | None = None) -> bytes:
+                  loc: Loc | None = None, fast_compile: Optional[str] = None) -> bytes:
     """Compile `source` to a cubin for exactly `arch` (e.g. "sm_90"); never PTX.
     See compile_cubin_report."""
     return compile_cubin_report(source, arch, opt_level=opt_level, kernel_name=kernel_name,
-                                loc=loc)[0]
+                                loc=loc, fast_compile=fast_compile)[0]
 
 
 def compile_cubin_report(source: str, arch: str, *, opt_level: int = 3, kernel_name: str = "",
-                         loc: Loc | None = None) -> tuple[bytes, Optional[Resources]]:
+                         loc: Loc | None = None, fast_compile: Optional[str] = None
+                         ) -> tuple[bytes, Optional[Resources]]:
     """The cubin of `source` for exactly `arch` and its kernel's registers and
     stack, read from the cubin (None if it does not say; see cubin_info.py).
+    `fast_compile`: ptxas's -Ofc level, or None (see COMPACT_FAST_COMPILE).
 
     Raises TileCompileError with the NVRTC log and the generated lines around
     each error (and the kernel's Python location if `loc` is given). A source
     with `#line` directives is recompiled without them to locate the errors."""
     name = f"{kernel_name or 'tilecore_kernel'}.cu"
     try:
-        cubin = _compile(source, arch, opt_level, name)
+        cubin = _compile(source, arch, opt_level, name, fast_compile)
     except Exception as exc:  # cuda.core raises NVRTCError with the log in its text
         log = str(exc)
         shown = source
         if "#line " in source:
             shown = _strip_line_directives(source)
             try:
-                _compile(shown, arch, opt_level, name)
+                _compile(shown, arch, opt_level, name, fast_compile)
             except Exception as again:
                 log = str(again)
         parts = [f"NVRTC failed to compile kernel {kernel_name or '<unnamed>'} for {arch}:", log.strip()]

@@ -28,6 +28,7 @@ from . import rules_memory
 from .cnames import literal, padding_value
 from .emit import Ctx
 from .layout import Layout
+from .privatize import emit_private_atomic, private_window
 from .rules_memory import _gather_scatter_terms, _TileAccess, ordered_in_block, split_mask
 
 __all__ = ["RULES"]
@@ -126,6 +127,11 @@ def _atomic(ctx: Ctx, op: Op, values: list, first: int, outside: str) -> None:
     ordering = _Ordering(ctx, op, lay.replicated)
     indices, mask = split_mask(op, first)
     cond, off = _gather_scatter_terms(ctx, op, arr, indices, mask, lay)
+    window = private_window(ctx, op)
+    if window is not None:   # no memory order to build: see ir/privatize.py
+        emit_private_atomic(ctx, op, window, cond, f"(long long){ctx.name(indices[0])}.v[k]",
+                            f"{ctx.name(values[0])}.v[k]", lay.replicated)
+        return
     red = not used and fn not in ("xchg", "cas")
     args = ", ".join(f"{ctx.name(v)}.v[k]" for v in values)
     call = f"tc::{'red' if red else 'atom'}_{_instr(fn, arr.dtype)}<{ordering.scope}>(" \
@@ -143,6 +149,12 @@ def _atomic(ctx: Ctx, op: Op, values: list, first: int, outside: str) -> None:
         body = f"if ({cond}) {call};" if cond else f"{call};"
     ctx.for_each(lay, [body], need_e=lay.partial)
     ordering.after(broadcast=False)
+
+
+def global_update(op: Op, pointer: str, value: str) -> str:
+    """C++ of one global update of atomic_rmw `op` (its old value unused)."""
+    scope = _SCOPE[op.attrs["memory_scope"]]
+    return f"tc::red_{_instr(op.attrs['fn'], op.operands[0].type.dtype)}<{scope}>({pointer}, {value})"
 
 
 def _atomic_rmw(ctx: Ctx, op: Op) -> None:

@@ -14,14 +14,6 @@
 
 namespace tc {
 
-template <class U, class T>
-__device__ __forceinline__ U bits_as(const T& x) {
-  static_assert(sizeof(U) == sizeof(T), "bits_as needs types of one size");
-  U u;
-  memcpy(&u, &x, sizeof(U));
-  return u;
-}
-
 // One asm statement with the scope S spliced in between BEFORE and AFTER.
 #define TC_SCOPED_ASM(S, BEFORE, AFTER, ...)                                   \
   if constexpr ((S) == 0) {                                                    \
@@ -43,37 +35,37 @@ __device__ __forceinline__ T ld_relaxed(const T* p) {
   if constexpr (sizeof(T) == 1) {
     unsigned int r;
     TC_SCOPED_ASM(S, "ld.relaxed", ".global.u8 %0, [%1];", : "=r"(r) : "l"(p) : "memory")
-    return bits_as<T>((unsigned char)r);
+    return bitcast<T>((unsigned char)r);
   } else if constexpr (sizeof(T) == 2) {
     unsigned short r;
     TC_SCOPED_ASM(S, "ld.relaxed", ".global.b16 %0, [%1];", : "=h"(r) : "l"(p) : "memory")
-    return bits_as<T>(r);
+    return bitcast<T>(r);
   } else if constexpr (sizeof(T) == 4) {
     unsigned int r;
     TC_SCOPED_ASM(S, "ld.relaxed", ".global.b32 %0, [%1];", : "=r"(r) : "l"(p) : "memory")
-    return bits_as<T>(r);
+    return bitcast<T>(r);
   } else {
     static_assert(sizeof(T) == 8, "ld_relaxed: 1, 2, 4 or 8 bytes");
     unsigned long long r;
     TC_SCOPED_ASM(S, "ld.relaxed", ".global.b64 %0, [%1];", : "=l"(r) : "l"(p) : "memory")
-    return bits_as<T>(r);
+    return bitcast<T>(r);
   }
 }
 
 template <int S, class T>
 __device__ __forceinline__ void st_relaxed(T* p, T v) {
   if constexpr (sizeof(T) == 1) {
-    const unsigned int b = bits_as<unsigned char>(v);
+    const unsigned int b = bitcast<unsigned char>(v);
     TC_SCOPED_ASM(S, "st.relaxed", ".global.u8 [%0], %1;", :: "l"(p), "r"(b) : "memory")
   } else if constexpr (sizeof(T) == 2) {
-    const unsigned short b = bits_as<unsigned short>(v);
+    const unsigned short b = bitcast<unsigned short>(v);
     TC_SCOPED_ASM(S, "st.relaxed", ".global.b16 [%0], %1;", :: "l"(p), "h"(b) : "memory")
   } else if constexpr (sizeof(T) == 4) {
-    const unsigned int b = bits_as<unsigned int>(v);
+    const unsigned int b = bitcast<unsigned int>(v);
     TC_SCOPED_ASM(S, "st.relaxed", ".global.b32 [%0], %1;", :: "l"(p), "r"(b) : "memory")
   } else {
     static_assert(sizeof(T) == 8, "st_relaxed: 1, 2, 4 or 8 bytes");
-    const unsigned long long b = bits_as<unsigned long long>(v);
+    const unsigned long long b = bitcast<unsigned long long>(v);
     TC_SCOPED_ASM(S, "st.relaxed", ".global.b64 [%0], %1;", :: "l"(p), "l"(b) : "memory")
   }
 }
@@ -85,16 +77,16 @@ __device__ __forceinline__ void st_relaxed(T* p, T v) {
   template <int S, class T>                                                    \
   __device__ __forceinline__ T atom_##NAME(T* p, T v) {                        \
     U r;                                                                       \
-    const U b = bits_as<U>(v);                                                 \
+    const U b = bitcast<U>(v);                                                 \
     TC_SCOPED_ASM(S, "atom.relaxed", ".global." INSTR " %0, [%1], %2;",        \
                   : "=" C(r) : "l"(p), C(b) : "memory")                        \
-    return bits_as<T>(r);                                                      \
+    return bitcast<T>(r);                                                      \
   }
 
 #define TC_RED(NAME, INSTR, U, C)                                              \
   template <int S, class T>                                                    \
   __device__ __forceinline__ void red_##NAME(T* p, T v) {                      \
-    const U b = bits_as<U>(v);                                                 \
+    const U b = bitcast<U>(v);                                                 \
     TC_SCOPED_ASM(S, "red.relaxed", ".global." INSTR " [%0], %1;",             \
                   :: "l"(p), C(b) : "memory")                                  \
   }
@@ -129,10 +121,10 @@ TC_ATOM(exch_b64, "exch.b64", unsigned long long, "l")
   template <int S, class T>                                                    \
   __device__ __forceinline__ T atom_##NAME(T* p, T expected, T desired) {      \
     U r;                                                                       \
-    const U e = bits_as<U>(expected), d = bits_as<U>(desired);                 \
+    const U e = bitcast<U>(expected), d = bitcast<U>(desired);                 \
     TC_SCOPED_ASM(S, "atom.relaxed", ".global." INSTR " %0, [%1], %2, %3;",    \
                   : "=" C(r) : "l"(p), C(e), C(d) : "memory")                  \
-    return bits_as<T>(r);                                                      \
+    return bitcast<T>(r);                                                      \
   }
 
 TC_CAS(cas_b16, "cas.b16", unsigned short, "h")
@@ -151,10 +143,10 @@ __device__ __forceinline__ T atom_add_bf16(T* p, T v) {
   T old = ld_relaxed<S>(p);
   unsigned short seen;
   do {
-    seen = bits_as<unsigned short>(old);
+    seen = bitcast<unsigned short>(old);
     const T sum = Num<T>::from_float(Num<T>::to_f(old) + Num<T>::to_f(v));
     old = atom_cas_b16<S>(p, old, sum);
-  } while (bits_as<unsigned short>(old) != seen);
+  } while (bitcast<unsigned short>(old) != seen);
   return old;
 }
 
@@ -168,6 +160,56 @@ __device__ __forceinline__ void red_add_bf16(T* p, T v) {
 #undef TC_RED
 #undef TC_ATOM
 #undef TC_CAS
+
+// Private windows (backend/cuda/privatize.py): a block applies an atomic's
+// updates to a shared-memory copy of a few array elements, then adds the copy
+// into the array once. FN: 0 add, 1 and, 2 or, 3 xor, 4 max, 5 min.
+template <int FN, class T>
+__device__ __forceinline__ T private_combine(T a, T b) {
+  if constexpr (FN == 0) return (T)(a + b);
+  else if constexpr (FN == 1) return a & b;
+  else if constexpr (FN == 2) return a | b;
+  else if constexpr (FN == 3) return a ^ b;
+  else if constexpr (FN == 4) return a > b ? a : b;
+  else return a < b ? a : b;
+}
+
+// One update of a shared-memory element (32-bit types; 64-bit for add).
+template <int FN, class T>
+__device__ __forceinline__ void private_update(T* p, T v) {
+  if constexpr (sizeof(T) == 8) {
+    atomicAdd(reinterpret_cast<unsigned long long*>(p), bitcast<unsigned long long>(v));
+  } else if constexpr (FN >= 4 && (T)-1 < (T)0) {
+    int* q = reinterpret_cast<int*>(p);
+    if constexpr (FN == 4) atomicMax(q, (int)v); else atomicMin(q, (int)v);
+  } else {
+    unsigned int* q = reinterpret_cast<unsigned int*>(p);
+    const unsigned int u = bitcast<unsigned int>(v);
+    if constexpr (FN == 0) atomicAdd(q, u);
+    else if constexpr (FN == 1) atomicAnd(q, u);
+    else if constexpr (FN == 2) atomicOr(q, u);
+    else if constexpr (FN == 3) atomicXor(q, u);
+    else if constexpr (FN == 4) atomicMax(q, u);
+    else atomicMin(q, u);
+  }
+}
+
+// The last run of a thread's updates (window index i, combined value v; i < 0: none),
+// with every lane of the warp present: when the whole warp updates one element
+// (all-equal data), the warp combines its values and one lane updates it.
+template <int FN, class T>
+__device__ __forceinline__ void private_flush(T* window, long long i, T v) {
+  const long long first = __shfl_sync(0xffffffffu, i, 0);
+  if (__all_sync(0xffffffffu, i == first && i >= 0)) {
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) {
+      v = private_combine<FN>(v, (T)__shfl_xor_sync(0xffffffffu, v, d));
+    }
+    if ((threadIdx.x & 31) == 0) private_update<FN>(window + first, v);
+  } else if (i >= 0) {
+    private_update<FN>(window + i, v);
+  }
+}
 
 // Thread 0's x in every thread of the block: the result of a one-element
 // atomic or ordered load, which thread 0 alone performs (so that every thread
