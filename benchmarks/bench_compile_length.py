@@ -25,7 +25,9 @@ Shapes (each a cycle of lines repeated to the length):
 2^24 float32, steady state) built both ways: fully unrolled and compact (see
 tilecore/backend/cuda/emit.py, Ctx.compact), at lengths given by --lines
 (default 100,200: fully unrolled kernels of thousands of lines take minutes to
-build).
+build). --compact-resident-threads N builds compact kernels with launch bounds
+asking for N resident threads per SM (a register cap, host/compile.py
+COMPACT_RESIDENT_THREADS), to compare with the default (none).
 """
 from __future__ import annotations
 
@@ -108,7 +110,7 @@ def load_kernel(shape: str, lines: int, folder: Path, tag: str):
 
 
 CHILD = r"""
-import json, sys, time
+import json, os, sys, time
 from pathlib import Path
 import numpy as np
 import tilecore as ct
@@ -119,6 +121,8 @@ shape, lines, repeat, folder = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), 
 if len(sys.argv) > 5:
     import tilecore.backend.cuda.nvrtc as nvrtc
     nvrtc.COMPACT_FAST_COMPILE = None if sys.argv[5] == "none" else sys.argv[5]
+if os.environ.get("BENCH_COMPACT_RESIDENT_THREADS"):
+    hc.COMPACT_RESIDENT_THREADS = int(os.environ["BENCH_COMPACT_RESIDENT_THREADS"]) or None
 sys.path.insert(0, folder)
 from bench_compile_length import load_kernel
 
@@ -223,6 +227,10 @@ def main() -> None:
                     help="seconds per (shape, length) child; longer ones are skipped")
     ap.add_argument("--runtime", action="store_true",
                     help="time launches of unrolled and compact builds on the GPU")
+    ap.add_argument("--compact-resident-threads", type=int, default=None,
+                    help="threads per SM the launch bounds of compact kernels ask for (a "
+                         "register cap; 0 for none; default: tilecore's, "
+                         "host/compile.COMPACT_RESIDENT_THREADS)")
     ap.add_argument("--fast-compile", default=None,
                     help="NVRTC -Ofc level for compact kernels (min, mid, max, or none for "
                          "the full -O level; default: tilecore's, nvrtc.COMPACT_FAST_COMPILE)")
@@ -230,6 +238,10 @@ def main() -> None:
     if args.fast_compile is not None:
         import tilecore.backend.cuda.nvrtc as nvrtc
         nvrtc.COMPACT_FAST_COMPILE = None if args.fast_compile == "none" else args.fast_compile
+    if args.compact_resident_threads is not None:
+        import tilecore.host.compile as hc
+        hc.COMPACT_RESIDENT_THREADS = args.compact_resident_threads or None
+        os.environ["BENCH_COMPACT_RESIDENT_THREADS"] = str(args.compact_resident_threads)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from common import print_table, write_json
 

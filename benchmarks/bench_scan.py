@@ -26,12 +26,12 @@ from common import (buffer_sets, copy_bandwidth_gbs, device_info, parse_out, pri
                     steady_ms, write_json)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-from lookback_scan import init_status, lookback_scan  # noqa: E402
+from lookback_scan import init_status, scan_kernel  # noqa: E402
 
 SIZES = (24, 26, 27, 28)
 DTYPES = (np.float32, np.int32)
-DEFAULT_TILE, WINDOW = 4096, 32
-SWEEP_TILES = (1024, 2048, 4096, 8192)
+DEFAULT_TILE, WINDOW = 32768, 16
+SWEEP_TILES = (8192, 16384, 32768)
 
 
 class TileScan:
@@ -48,7 +48,7 @@ class TileScan:
     def __call__(self, x, y) -> None:
         ct.launch(None, (self.status.shape[0] // self.window,), init_status,
                   (self.counter, self.status, self.window))
-        ct.launch(None, (self.tiles,), lookback_scan,
+        ct.launch(None, (self.tiles,), scan_kernel(self.tile),
                   (x, y, self.counter, self.status, self.tile, self.window))
 
 

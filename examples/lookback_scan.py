@@ -4,9 +4,10 @@
 Each block takes its tile number from an atomic counter, in the order blocks
 start: a block only ever waits for tiles taken earlier, by blocks that are
 already running, so the protocol cannot deadlock however the GPU schedules
-blocks. The block scans its tile, publishes the tile's aggregate (status
+blocks. The block reduces its tile, publishes the tile's aggregate (status
 AGGREGATE), then looks back over its predecessors' status words a window at a
-time: it adds aggregates until it meets a tile whose inclusive prefix is
+time (the first look is issued before the tile's scan, so that its latency
+overlaps the scan): it adds aggregates until it meets a tile whose inclusive prefix is
 published (status PREFIX), adds that and stops; then it publishes its own
 inclusive prefix, so later tiles rarely look back further than one window.
 A status word holds the flag and the 32-bit value together, so one relaxed
@@ -58,41 +59,57 @@ def combine(ready_a, found_a, value_a, ready_b, found_b, value_b):
 @ct.kernel
 def lookback_scan(x, y, counter, status, TILE: ct.Constant[int], WINDOW: ct.Constant[int]):
     t = ct.atomic_add(counter, 0, 1, memory_order=MO.RELAXED)
-    scanned = ct.cumsum(ct.load(x, (t,), (TILE,), padding_mode=ct.PaddingMode.ZERO), 0)
-    last = ct.arange(TILE, dtype=ct.int32) == TILE - 1
-    total = ct.sum(ct.where(last, scanned, 0), 0, keepdims=True)   # the tile's aggregate
-    exclusive = ct.zeros((1,), y.dtype)
+    data = ct.load(x, (t,), (TILE,), padding_mode=ct.PaddingMode.ZERO)
+    total = ct.sum(data, 0, keepdims=True)   # the tile's aggregate, published at once
     if t > 0:
         ct.store(status, (t,), status_word(AGGREGATE, total), memory_order=MO.RELAXED,
                  memory_scope=MS.DEVICE)
-        end = t   # tiles [0, end) are still to be accounted for
-        while end > 0:
+    end = t   # tiles [0, end) are still to be accounted for
+    w = (end - 1) // WINDOW
+    words = ct.load(status, (w,), (WINDOW,), memory_order=MO.RELAXED,
+                    memory_scope=MS.DEVICE)   # the first look at the predecessors, in flight
+    scanned = ct.cumsum(data, 0)              # while the tile is scanned
+    exclusive = ct.zeros((1,), y.dtype)
+    while end > 0:
+        live = w * WINDOW + ct.arange(WINDOW, dtype=ct.int32) < end
+        flags = (words >> 32).astype(ct.int32)
+        values = ct.bitcast((words & 0xFFFFFFFF).astype(ct.uint32), y.dtype)
+        ready, found, part = ct.reduce(
+            (ct.where(live, flags != INVALID, True).astype(ct.int32),
+             ct.where(live & (flags == PREFIX), 1, 0), ct.where(live, values, 0)),
+            0, combine, (1, 0, 0), keepdims=True)
+        if ready.item() == 1:
+            exclusive = exclusive + part
+            end = ct.where(found.item() == 1, 0, w * WINDOW)
+        if end > 0:   # a window not yet ready, or no prefix in it: look (further) again
             w = (end - 1) // WINDOW
-            live = w * WINDOW + ct.arange(WINDOW, dtype=ct.int32) < end
             words = ct.load(status, (w,), (WINDOW,), memory_order=MO.RELAXED,
                             memory_scope=MS.DEVICE)
-            flags = (words >> 32).astype(ct.int32)
-            values = ct.bitcast((words & 0xFFFFFFFF).astype(ct.uint32), y.dtype)
-            ready, found, part = ct.reduce(
-                (ct.where(live, flags != INVALID, True).astype(ct.int32),
-                 ct.where(live & (flags == PREFIX), 1, 0), ct.where(live, values, 0)),
-                0, combine, (1, 0, 0), keepdims=True)
-            if ready.item() == 1:
-                exclusive = exclusive + part
-                end = ct.where(found.item() == 1, 0, w * WINDOW)
     ct.store(status, (t,), status_word(PREFIX, exclusive + total), memory_order=MO.RELAXED,
              memory_scope=MS.DEVICE)
     ct.store(y, (t,), scanned + exclusive)
 
 
-def inclusive_scan(x, y, stream=None, tile: int = 1024, window: int = 32, alloc=np.zeros):
+_KERNELS: dict = {}
+
+
+def scan_kernel(tile: int):
+    """The scan kernel for `tile` items, with 32 items per thread (at most 1024
+    threads): the block size that ran fastest on the H100 (benchmarks/RESULTS.md)."""
+    threads = min(1024, max(32, tile // 32))
+    if threads not in _KERNELS:
+        _KERNELS[threads] = ct.kernel(lookback_scan.pyfunc, num_threads=threads)
+    return _KERNELS[threads]
+
+
+def inclusive_scan(x, y, stream=None, tile: int = 32768, window: int = 16, alloc=np.zeros):
     """y = cumsum(x) over a 1-D array of 32-bit numbers, with scratch arrays from `alloc`."""
     n = x.shape[0]
     tiles = ct.cdiv(n, tile)
     padded = ct.cdiv(tiles, window) * window
     counter, status = alloc(1, np.int32), alloc(padded, np.int64)
     ct.launch(stream, (padded // window,), init_status, (counter, status, window))
-    ct.launch(stream, (tiles,), lookback_scan, (x, y, counter, status, tile, window))
+    ct.launch(stream, (tiles,), scan_kernel(tile), (x, y, counter, status, tile, window))
 
 
 def main() -> None:
@@ -112,8 +129,8 @@ def main() -> None:
             got = host(y)
             if dtype == np.int32:
                 np.testing.assert_array_equal(got, np.cumsum(x, dtype=np.int64).astype(np.int32))
-            else:   # any summation order is within n * u * sum(|x|) of the exact prefix
-                bound = n * 2.0 ** -24 * np.cumsum(np.abs(x.astype(np.float64)))
+            else:   # a chain of at most n / 1024 + 64 roundings per prefix (u = 2^-24)
+                bound = (n / 1024 + 64) * 2.0 ** -24 * np.cumsum(np.abs(x.astype(np.float64)))
                 assert (np.abs(got - np.cumsum(x.astype(np.float64))) <= bound).all()
             print(f"lookback_scan on the {where}: {n} {np.dtype(dtype).name}, correct")
 

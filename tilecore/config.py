@@ -36,6 +36,11 @@ TILECORE_STRICT_BOUNDS      ``1`` makes the interpreter warn (once per op and
                             outside its array (default ``0``: such tiles read
                             padding and drop their stores silently, as on the
                             GPU).
+TILECORE_TUNING_DIR         A directory of the user's tuning tables, laid out
+                            as the shipped ``tuning_db/``
+                            (``<algorithm>/sm_XY.yaml``); its tables override
+                            the shipped ones. Unset or empty: the shipped
+                            tables only. It must be a directory.
 ==========================  =================================================
 """
 from __future__ import annotations
@@ -49,7 +54,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 __all__ = ["cache_dir", "dump_dir", "interpret", "block_order", "arch", "native", "pdl",
-           "strict_bounds", "invalid_value", "validate_environment", "override"]
+           "strict_bounds", "tuning_dir", "invalid_value", "validate_environment", "override"]
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"", "0", "false", "no", "off"})
@@ -156,11 +161,27 @@ def arch() -> Optional[str]:
     return value
 
 
+def tuning_dir() -> Optional[Path]:
+    """The user's directory of tuning tables (TILECORE_TUNING_DIR), searched
+    before the shipped ones, or None when unset or empty. A value that is not
+    an existing directory is invalid (a typo would otherwise silently leave the
+    shipped tables in force)."""
+    value = _get("TILECORE_TUNING_DIR")
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if not path.is_dir():
+        reason = "it is not a directory" if path.exists() else "no such directory"
+        raise invalid_value("TILECORE_TUNING_DIR", "a directory of tuning tables "
+                            "(<algorithm>/sm_XY.yaml)", reason)
+    return path
+
+
 # The settings whose values can be invalid, each with its reader; the others
-# (the two directories) accept any path.
+# (the cache and dump directories) accept any path.
 _CHECKED = {"TILECORE_INTERPRET": interpret, "TILECORE_NATIVE": native, "TILECORE_PDL": pdl,
             "TILECORE_STRICT_BOUNDS": strict_bounds, "TILECORE_BLOCK_ORDER": block_order,
-            "TILECORE_ARCH": arch}
+            "TILECORE_ARCH": arch, "TILECORE_TUNING_DIR": tuning_dir}
 _KNOWN = ("TILECORE_CACHE_DIR", "TILECORE_DUMP_DIR", *_CHECKED)
 # validate_environment's memo key is the raw values of the checked settings,
 # read from os.environ's own dict of encoded names and values: os.environ.get

@@ -208,3 +208,40 @@ def test_convenience_cupy_on_current_stream():
     assert isinstance(s, cp.ndarray) and s.shape == () and s.dtype == cp.int64
     assert int(s) == int(h.astype(np.int64).sum()) and int(lo) == h.min() and int(hi) == h.max()
     assert int(am) == h.argmax()
+
+
+@pytest.mark.parametrize("lib", ["cupy", "torch"])
+def test_cached_calls_on_the_gpu(lib):
+    """Repeated calls take the cached host path (no plan is built) and stay
+    right, on CuPy arrays and torch tensors, one-block and two-pass sizes; a
+    one-block sum's launch is tilecore.launch's cached fast path (its init is a
+    Constant, so no NumPy scalar argument sends it down the general path)."""
+    from tilecore.algorithms import reduce as RM
+    mod = pytest.importorskip(lib)
+    for n in (1000, 1 << 16, 10**6 + 3):
+        h = host_data(np.float32, n)
+        if lib == "cupy":
+            x, out, temp = mod.asarray(h), mod.zeros(1, mod.float32), mod.empty(1 << 20, mod.uint8)
+            v, i = mod.zeros(1, mod.float32), mod.zeros(1, mod.int64)
+            get = lambda a: a.get()  # noqa: E731
+        else:
+            x = mod.from_numpy(h).cuda()
+            out, v = mod.zeros(1, device="cuda"), mod.zeros(1, device="cuda")
+            i, temp = mod.zeros(1, dtype=mod.int64, device="cuda"), \
+                mod.empty(1 << 20, dtype=mod.uint8, device="cuda")
+            get = lambda a: a.cpu().numpy()  # noqa: E731
+        R.sum(temp, x, out, n)
+        R.arg_max(temp, x, v, i, n)
+        A.sum(x), A.argmax(x)
+        made = RM.plans_made[0]
+        for _ in range(3):
+            R.sum(temp, x, out, n)
+            assert close(get(out)[0], h.astype(np.float64).sum(), h.astype(np.float64), np.float32)
+            R.arg_max(temp, x, v, i, n)
+            assert get(i)[0] == h.argmax()
+            assert close(float(A.sum(x)), h.astype(np.float64).sum(), h.astype(np.float64),
+                         np.float32)
+            assert int(A.argmax(x)) == h.argmax()
+        assert RM.plans_made[0] == made  # (A.argmax shares R.arg_max's plan)
+    one_block = [p for p in RM._plans.values() if p.kind == "fixed" and p.target.device_id >= 0]
+    assert any(p.main.backend_cache.get("fast_launch") is not None for p in one_block)

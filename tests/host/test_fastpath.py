@@ -495,3 +495,30 @@ def test_dlpack_table_of_another_major_version_is_not_used():
                             native=True)
     DLTensorLike.reads = 0
     assert fast(None, (1,), (t, 3, 1.5, 64)) is True and DLTensorLike.reads == 1
+
+
+def test_device_arrays_of_tilecore_take_the_fast_path(native):
+    """tilecore.runtime.DeviceArray arguments (the algorithms' views of their
+    temporary storage) are read from their fields; dtype, rank, device,
+    layout and (when written) read-only are guarded."""
+    from tilecore.runtime import DeviceArray
+    rec = Recorder()
+    a = DeviceArray(0x1000, (4, 8), (8, 1), D.float32, 0)
+    key = ((D.float32, 2, True, True, True, False), D.int32)
+    fast = make_fast_launch(key, (a, 5), 0, {}, rec, rec.fail, native=native,
+                            written=frozenset({0}))
+    assert fast is not None
+    assert fast(None, (3,), (a, 5))
+    assert rec.calls[-1] == (0, (3, 1, 1), (0x1000, 4, 8, 8, 1, 5))
+    b = DeviceArray(0x2000, (4, 8), (8, 1), D.float32, 0)
+    assert fast(7, (1,), (b, 6)) and rec.calls[-1][2] == (0x2000, 4, 8, 8, 1, 6)
+    for bad in (DeviceArray(0x1000, (4, 8), (8, 1), D.int32, 0),        # dtype
+                DeviceArray(0x1000, (32,), (1,), D.float32, 0),         # rank
+                DeviceArray(0x1000, (4, 8), (8, 1), D.float32, 1),      # device
+                DeviceArray(0x1004, (4, 8), (8, 1), D.float32, 0),      # alignment
+                DeviceArray(0x1000, (4, 8), (8, 2), D.float32, 0),      # unit stride
+                DeviceArray(0x1000, (4, 8), (0, 1), D.float32, 0),      # written, repeated
+                DeviceArray(0x1000, (4, 8), (8, 1), D.float32, 0, True)):  # read-only
+        n = len(rec.calls)
+        assert not fast(None, (1,), (bad, 5)) and len(rec.calls) == n, bad
+    assert not fast(None, (1,), ((0x1000, (4, 8), (8, 1), D.float32, 0, False), 5))  # a tuple

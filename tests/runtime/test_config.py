@@ -11,7 +11,7 @@ from tilecore import config
 
 ALL_VARS = ("TILECORE_CACHE_DIR", "TILECORE_DUMP_DIR", "TILECORE_INTERPRET",
             "TILECORE_BLOCK_ORDER", "TILECORE_ARCH", "TILECORE_NATIVE", "TILECORE_PDL",
-            "TILECORE_STRICT_BOUNDS")
+            "TILECORE_STRICT_BOUNDS", "TILECORE_TUNING_DIR")
 SWITCHES = "one of 1, 0, true, false, yes, no, on, off"
 # (variable, a junk value, the accepted values as the message states them)
 JUNK = [("TILECORE_INTERPRET", "maybe", SWITCHES), ("TILECORE_NATIVE", "fast", SWITCHES),
@@ -185,3 +185,22 @@ def test_entry_points_report_every_junk_value(monkeypatch, name, junk, accepted)
     monkeypatch.delenv(name)
     ct.launch(None, (2,), _copy, (x, y, 32))
     np.testing.assert_array_equal(y, x)
+
+
+def test_tuning_dir(monkeypatch, tmp_path):
+    assert config.tuning_dir() is None
+    monkeypatch.setenv("TILECORE_TUNING_DIR", "")
+    assert config.tuning_dir() is None
+    monkeypatch.setenv("TILECORE_TUNING_DIR", str(tmp_path))
+    assert config.tuning_dir() == tmp_path
+    expected = "a directory of tuning tables \\(<algorithm>/sm_XY.yaml\\)"
+    for value, reason in ((tmp_path / "missing", "no such directory"),
+                          (tmp_path / "file.yaml", "it is not a directory")):
+        if value.name == "file.yaml":
+            value.write_text("")
+        monkeypatch.setenv("TILECORE_TUNING_DIR", str(value))
+        message = f"Invalid value of TILECORE_TUNING_DIR: expected {expected}, got .*{reason}"
+        with pytest.raises(ValueError, match=message):
+            config.tuning_dir()
+        with pytest.raises(ValueError, match=message):  # every entry point validates it
+            config.validate_environment()

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..language import dtypes as D
 from ..language.dtypes import DType
-from ..runtime.arrays import array_fields, classify_arg
+from ..runtime import array_fields, classify_arg
 
 __all__ = ["Arg", "describe", "same_side", "check_num_items", "as_1d_output"]
 

@@ -6,32 +6,40 @@ CuPy arrays). Result dtypes follow NumPy/CuPy/PyTorch: sum of integers
 narrower than 64 bits gives int64 (uint64 for unsigned), of floats the input's
 dtype; min/max the input's dtype; argmin/argmax an int64 index.
 
-x may have any shape (it is reduced whole) but must be contiguous.
+x may have any shape (it is reduced whole; a strided x of more than one
+dimension is copied by its library's reshape).
+
+A repeated call with the same array type and dtype takes a cached path (see
+`_Conv`): no size query, no argument ingestion, one allocation (the result).
 """
 from __future__ import annotations
 
 import builtins
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
 from ..language import dtypes as D
 from .arrays import describe
-from .reduce import DeviceReduce
+from .hostpath import epoch, lib_of, library_stream, one_device
+from .reduce import DeviceReduce, signature_plan
 
 __all__ = ["sum", "min", "max", "argmin", "argmax"]
 
 
 class _Library:
-    """How to allocate, flatten and find the current stream for one array type."""
+    """How to allocate, flatten and find the current stream for one array type;
+    `native(dtype)` is the library's dtype for a tilecore dtype."""
 
-    def __init__(self, empty, flat, stream, key) -> None:
+    def __init__(self, empty, flat, stream, key, native) -> None:
         self.empty, self.flat, self.stream, self.key = empty, flat, stream, key
+        self.native = native
 
 
 def _numpy() -> _Library:
     return _Library(lambda shape, dtype, like: np.empty(shape, dtype.numpy_dtype),
-                    lambda x: x.reshape(-1), lambda x: None, lambda x, s: "numpy")
+                    lambda x: x.reshape(-1), lambda x: None, lambda x, s: "numpy",
+                    lambda dtype: dtype.numpy_dtype)
 
 
 def _cupy() -> _Library:
@@ -42,7 +50,7 @@ def _cupy() -> _Library:
 
     return _Library(lambda shape, dtype, like: cp.empty(shape, dtype.numpy_dtype),
                     lambda x: x.reshape(-1), stream,
-                    lambda x, s: ("cupy", x.device.id, s.ptr))
+                    lambda x, s: ("cupy", x.device.id, s.ptr), lambda dtype: dtype.numpy_dtype)
 
 
 def _torch() -> _Library:
@@ -60,7 +68,7 @@ def _torch() -> _Library:
     return _Library(lambda shape, dtype, like: torch.empty(shape, dtype=dtypes[dtype],
                                                            device=like.device),
                     lambda x: x.reshape(-1), stream,
-                    lambda x, s: ("torch", x.device.index, s.cuda_stream))
+                    lambda x, s: ("torch", x.device.index, s.cuda_stream), dtypes.get)
 
 
 _libraries: dict[type, _Library] = {}
@@ -108,6 +116,7 @@ def _sum_dtype(dt):
 
 
 def _call(x: Any, method, out_dtypes: tuple, *extra) -> tuple:
+    """The general path: the two-phase calls with every argument checked."""
     lib = _library(x)
     flat = lib.flat(x)
     stream = lib.stream(x)
@@ -116,29 +125,140 @@ def _call(x: Any, method, out_dtypes: tuple, *extra) -> tuple:
     n = describe(flat, "x").size
     nbytes = method(None, flat, *views, n, *extra, stream)
     method(_temp_storage(lib, x, stream, nbytes), flat, *views, n, *extra, stream)
-    return outs
+    return outs, (flat, *views)
+
+
+# -- the cached path -----------------------------------------------------------------------------
+#
+# Per (function, array type, dtype) a _Conv keeps the plan the first call's two-phase calls
+# made, the library's accessors, its current-stream reader and an allocator of the result;
+# a call then costs the current stream, the result's allocation, the plan's launches and a
+# few attribute reads. The temporary buffer (and argmin/argmax's value, which is not
+# returned) are cached per (library, device, stream) and grown when too small.
+
+_WIDE = 1 << 31
+_scratch: dict[Any, Any] = {}
+
+
+class _Conv:
+    __slots__ = ("plan", "lib", "library", "stream", "empty", "scratch_dtype", "root",
+                 "device", "epoch")
+
+    def __init__(self, plan, lib, library: _Library, x, out_dtype, scratch_dtype) -> None:
+        self.plan, self.lib, self.library = plan, lib, library
+        self.stream = library_stream(lib)
+        self.root = lib.name
+        self.device = -1 if lib.host else lib.device(x)
+        self.empty = self._allocator(x, out_dtype)
+        self.scratch_dtype = scratch_dtype
+        self.epoch = epoch()
+
+    def _allocator(self, x, dtype):
+        """A function of no arguments returning a new 1-element 1-d array."""
+        native = self.library.native(dtype)
+        if self.lib.host:
+            return lambda: np.empty(1, native)
+        if self.root == "cupy":
+            import cupy
+            return lambda: cupy.empty(1, native)
+        import torch
+        device = self.device
+        return lambda: torch.empty(1, dtype=native, device=device)
+
+    def __call__(self, x):
+        """The result (a 1-element 1-d array), or None to take the general path."""
+        if self.epoch != epoch():
+            return None
+        flat = x if x.ndim == 1 else x.reshape(-1)
+        n = self.lib.vec(flat)
+        if not 0 <= n < _WIDE:
+            return None
+        stream = self.stream(x) if self.stream is not None else None
+        plan = self.plan
+        grid = plan.grid(n)
+        out = self.empty()
+        views = self._views(x, stream, grid) if grid else ()
+        if self.scratch_dtype is None:
+            plan.run(stream, flat, (out,), n, (), grid, views)
+        else:  # argmin / argmax: the value goes to a cached scratch element
+            plan.run(stream, flat, (self._scratch(x, stream), out), n, (), grid, views)
+        return out
+
+    def _views(self, x, stream, grid: int) -> tuple:
+        needed, aliases = self.plan.layout(grid)
+        key = (self.root, self.device, stream) if stream is not None else self.root
+        buf = _temp.get(key)
+        if buf is None or _nbytes(buf) < needed:
+            buf = _temp[key] = self.library.empty((builtins.max(needed, 256),), D.uint8, x)
+        if self.lib.host:
+            return self.plan.host_views(buf, aliases)
+        return self.plan.device_views(self.lib.ptr(buf), grid, aliases, self.device)
+
+    def _scratch(self, x, stream):
+        key = (self.root, self.device, stream, self.scratch_dtype)
+        buf = _scratch.get(key)
+        if buf is None:
+            buf = _scratch[key] = self.library.empty((1,), self.scratch_dtype, x)
+        return buf
+
+
+_convs: dict[tuple, _Conv] = {}
+_SUM, _MIN, _MAX, _ARGMIN, _ARGMAX = range(5)
+_METHODS = {_SUM: "sum", _MIN: "min", _MAX: "max", _ARGMIN: "arg_min", _ARGMAX: "arg_max"}
+
+
+def _general(x: Any, tag: int, key: Optional[tuple]):
+    """The general path of a convenience call; remembers its signature."""
+    dt = describe(x, "x").dtype
+    arg = tag in (_ARGMIN, _ARGMAX)
+    out_dtypes = (dt, D.int64) if arg else (_sum_dtype(dt) if tag == _SUM else dt,)
+    outs, args = _call(x, getattr(DeviceReduce, _METHODS[tag]), out_dtypes)
+    flat = args[0]
+    lib = lib_of(flat)
+    if key is not None and lib is not None and (lib.host or one_device()) and \
+            lib.vec(flat) >= 0 and _library(x).native(out_dtypes[-1]) is not None:
+        plan = signature_plan(_METHODS[tag], *args)
+        if plan is not None:
+            if len(_convs) >= 256:
+                _convs.clear()
+            _convs[key] = _Conv(plan, lib, _library(x), x, out_dtypes[-1],
+                                dt if arg else None)
+    return outs[-1]
+
+
+def _reduce_whole(x: Any, tag: int):
+    try:
+        key = (tag, type(x), x.dtype)
+        conv = _convs.get(key)
+    except (AttributeError, TypeError):  # not an array: the general path says so
+        return _general(x, tag, None)
+    if conv is not None:
+        out = conv(x)
+        if out is not None:
+            return out.reshape(())
+    return _general(x, tag, key)
 
 
 def sum(x):  # noqa: A001
     """The sum of all elements of x (a 0-d array of x's library)."""
-    return _call(x, DeviceReduce.sum, (_sum_dtype(describe(x, "x").dtype),))[0]
+    return _reduce_whole(x, _SUM)
 
 
 def min(x):  # noqa: A001
     """The minimum of all elements of x (NaNs ignored, as CUB)."""
-    return _call(x, DeviceReduce.min, (describe(x, "x").dtype,))[0]
+    return _reduce_whole(x, _MIN)
 
 
 def max(x):  # noqa: A001
     """The maximum of all elements of x (NaNs ignored, as CUB)."""
-    return _call(x, DeviceReduce.max, (describe(x, "x").dtype,))[0]
+    return _reduce_whole(x, _MAX)
 
 
 def argmin(x):
     """The flat index (int64) of the first minimum of x."""
-    return _call(x, DeviceReduce.arg_min, (describe(x, "x").dtype, D.int64))[1]
+    return _reduce_whole(x, _ARGMIN)
 
 
 def argmax(x):
     """The flat index (int64) of the first maximum of x."""
-    return _call(x, DeviceReduce.arg_max, (describe(x, "x").dtype, D.int64))[1]
+    return _reduce_whole(x, _ARGMAX)

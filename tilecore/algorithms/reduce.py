@@ -7,68 +7,122 @@ Every entry point takes `temp_storage` first and `stream` last. With
 number. No call synchronizes, allocates or reads device memory back, so calls
 can be captured in a CUDA graph.
 
-Layers, as in CUB: this module's public methods check their arguments and
-call `_dispatch`; `_plan` (cached per algorithm, dtypes, operator, device and
-policy source) selects the policy (dispatch.reduce_policy) and the kernels;
-`_run` lays out the temporary storage (dispatch.temp_storage) and launches
-the passes; the kernels are in reduce_kernels.py.
+Layers, as in CUB: this module's public methods check their arguments
+(`_reduce`, `_arg`); `_plan` (cached per algorithm, dtypes, operator, device
+and policy source) selects the policy (dispatch.reduce_policy) and the
+kernels; `_Plan.layout` lays out the temporary storage (dispatch.temp_storage,
+once per grid size) and `_Plan.run` launches the passes; the kernels are in
+reduce_kernels.py.
+
+The cached path (hostpath.py): a call whose argument types and dtypes were
+seen before (a *signature*: one dict lookup) re-checks only sizes, ranks and
+the buffer, and launches with precomputed arguments; anything unusual takes
+the general path above, which raises the errors.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+import numpy as np
 
 import tilecore as ct
 
-from ..dispatch import overrides
+from .. import config
 from ..dispatch.buffers import device_buffer, host_buffer
 from ..dispatch.reduce_policy import ReducePolicy, select_reduce_policy
 from ..dispatch.target import Target, device_target, interpreter_target
-from ..dispatch.temp_storage import Layout
+from ..dispatch.temp_storage import Layout, check_size
 from ..language import dtypes as D
 from ..language.dtypes import DType
-from ..tunings import lookup as tuning_lookup
+from ..runtime import DeviceArray
 from . import reduce_kernels as K
 from .arrays import Arg, as_1d_output, check_1d, check_num_items, describe, same_side
+from .hostpath import epoch, lib_of, one_device
 from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, scalar_dtype,
                         sum_accumulator)
 
-__all__ = ["DeviceReduce"]
+__all__ = ["DeviceReduce", "signature_plan"]
 
-_INT64_MAX = (1 << 63) - 1
+_WIDE = 1 << 31              # counts from here on specialize the kernels to 64-bit offsets
+_ONE = (1,)
 
 
 def _no_transform(t):
     return t
 
 
-@dataclass(frozen=True)
 class _Plan:
-    """What a call needs besides its sizes, cached per call signature."""
-    kind: str                   # "known", "user" or "arg"
-    acc: DType                  # accumulator dtype
-    policy: ReducePolicy
-    target: Target
-    main: Any                   # Kernel: first pass and single-block path
-    final: Any                  # Kernel: second pass over the partials
-    final_tile: int
-    consts: tuple               # the kernels' trailing Constant arguments (see _run)
+    """What a call needs besides its sizes, cached per call signature: the
+    policy, the kernels and their trailing Constant arguments, and per grid
+    size the temporary-storage layout.
 
-    def layout(self, n: int) -> tuple[Layout, int]:
-        """The temporary-storage layout for n items and the first pass's grid
-        (0: the single-block path)."""
-        layout = Layout(2)
-        p = self.policy
-        if n <= p.single_block_max_items or n < 2 * p.tile_items:
-            return layout, 0
-        grid = min(self.target.sm_count * p.blocks_per_sm, n // p.tile_items)
-        if self.kind == "arg":
-            layout.slot(0).alias(self.acc, grid)
-            layout.slot(1).alias(D.int64, grid)
-        else:
-            layout.slot(0).alias(self.acc, grid)
-        return layout, grid
+    kind: "fixed" (sum, min, max: init is a Constant), "known" (a well-known
+    operator with a run-time init), "user" (a user operator) or "arg".
+    Launch arguments: the single-block kernel gets (x, *outs, n, *init) +
+    single_tail, the first pass (x, *partials, n, *init) + first_tail, the
+    second pass (*partials, *outs, grid, *init) + final_tail, where init is
+    () for "fixed" and "arg"."""
+
+    __slots__ = ("kind", "acc", "policy", "target", "main", "final", "tile", "single_max",
+                 "grid_max", "single_tail", "first_tail", "final_tail", "_layouts", "_views")
+
+    def __init__(self, kind: str, acc: DType, policy: ReducePolicy, target: Target, main, final,
+                 tails: tuple[tuple, tuple, tuple]) -> None:
+        self.kind, self.acc, self.policy, self.target = kind, acc, policy, target
+        self.main, self.final = main, final
+        self.tile = policy.tile_items
+        # n <= single_max: one single-block kernel (at most single_block_max_items, or
+        # fewer than two tiles)
+        self.single_max = max(policy.single_block_max_items, 2 * self.tile - 1)
+        self.grid_max = target.sm_count * policy.blocks_per_sm
+        self.single_tail, self.first_tail, self.final_tail = tails
+        self._layouts: dict[int, tuple[int, tuple]] = {}
+        self._views: dict[tuple, tuple] = {}
+
+    def grid(self, n: int) -> int:
+        """The first pass's grid for n items (0: the single-block path)."""
+        return 0 if n <= self.single_max else min(self.grid_max, n // self.tile)
+
+    def layout(self, grid: int) -> tuple[int, tuple]:
+        """(bytes needed, the aliases (byte offset, dtype, count)) for `grid`
+        blocks, laid out once per grid size by dispatch.temp_storage."""
+        got = self._layouts.get(grid)
+        if got is None:
+            layout = Layout(2)
+            if grid:
+                layout.slot(0).alias(self.acc, grid)
+                if self.kind == "arg":
+                    layout.slot(1).alias(D.int64, grid)
+            layout.map_to_buffer(layout.size())
+            aliases = tuple((a.offset, a.dtype, a.count) for s in layout.slots for a in s.aliases)
+            got = self._layouts[grid] = (layout.size(), aliases)
+        return got
+
+    def host_views(self, temp, aliases) -> tuple:
+        """The partials' NumPy views of a host buffer (any dtype; C-contiguous)."""
+        raw = temp.reshape(-1).view(np.uint8)
+        return tuple(raw[off:off + count * dt.itemsize].view(dt.numpy_dtype)
+                     for off, dt, count in aliases)
+
+    def device_views(self, ptr: int, grid: int, aliases, device: int) -> tuple:
+        """The partials as DeviceArrays at their offsets in device buffer `ptr`
+        (cached per buffer and grid: no object is made on a repeated call)."""
+        key = (ptr, grid, device)
+        views = self._views.get(key)
+        if views is None:
+            if len(self._views) >= 64:
+                self._views.clear()
+            views = self._views[key] = tuple(DeviceArray(ptr + off, (count,), (1,), dt, device)
+                                             for off, dt, count in aliases)
+        return views
+
+    def run(self, stream, x, outs: tuple, n: int, init: tuple, grid: int, views: tuple) -> None:
+        launch = ct.launch  # looked up per call: tests replace it
+        if grid == 0:
+            launch(stream, _ONE, self.main, (x, *outs, n, *init) + self.single_tail)
+            return
+        launch(stream, (grid,), self.main, (x, *views, n, *init) + self.first_tail)
+        launch(stream, _ONE, self.final, (*views, *outs, grid, *init) + self.final_tail)
 
 
 _kernels: dict[tuple, Any] = {}
@@ -84,36 +138,55 @@ def _kernel(fn, threads: int):
 
 
 _plans: dict[tuple, _Plan] = {}
+plans_made = [0]  # how many plans were built (a test checks cached calls build none)
 
 
-def _make_plan(kind: str, in_dtype: DType, acc: DType, op: Any, op_class: str, target: Target,
-               wide: bool, transform: Optional[Callable], max_: bool = False) -> _Plan:
+def _make_plan(kind: str, in_dtype: DType, acc: DType, op: Any, target: Target, wide: bool,
+               transform: Optional[Callable], max_: bool = False) -> _Plan:
+    plans_made[0] += 1
+    op_class = "arg" if kind == "arg" else "user" if kind == "user" else op
     key = {"value_size": in_dtype.itemsize, "accum": acc.name, "op": op_class,
            "offset_size": 8 if wide else 4}
     policy = select_reduce_policy(target.cc, key)
+    tile = policy.tile_items
+    final_tile = policy.final_block_threads * max(1, 16 // acc.itemsize)
+    xf = transform if transform is not None else _no_transform
+    has_xf = transform is not None
     if kind == "arg":
         fn, fin = K.arg_reduce, K.arg_reduce_pairs
-        consts = (identity("max" if max_ else "min", acc), max_)
+        # CUB's value for an empty input: numeric_limits<In>::max() (arg_min) or lowest()
+        # (arg_max), the largest finite values for floats
+        empty = acc.min if max_ else acc.max
+        ident = identity("max" if max_ else "min", acc)
+        tails = ((empty, tile, ident, max_, True), (empty, tile, ident, max_, False),
+                 (empty, final_tile, ident, max_))
+    elif kind == "fixed":  # sum: init 0; min/max: CUB's max() / lowest() of the input type
+        fn = fin = K.reduce_known_fixed
+        init = 0 if op == "add" else acc.max if op == "min" else acc.min
+        rest = (acc, op, identity(op, acc))
+        tails = ((init, tile, *rest, xf, has_xf, True), (init, tile, *rest, xf, has_xf, False),
+                 (init, final_tile, *rest, _no_transform, False, True))
     elif kind == "known":
         fn = fin = K.reduce_known
-        consts = (acc, op, identity(op, acc))
+        rest = (acc, op, identity(op, acc))
+        tails = ((tile, *rest, xf, has_xf, True), (tile, *rest, xf, has_xf, False),
+                 (final_tile, *rest, _no_transform, False, True))
     else:
         fn = fin = K.reduce_user
-        consts = (acc, op)
-    final_tile = policy.final_block_threads * max(1, 16 // acc.itemsize)
+        tails = ((tile, acc, op, xf, has_xf, True), (tile, acc, op, xf, has_xf, False),
+                 (final_tile, acc, op, _no_transform, False, True))
     return _Plan(kind, acc, policy, target, _kernel(fn, policy.block_threads),
-                 _kernel(fin, policy.final_block_threads), final_tile, consts)
+                 _kernel(fin, policy.final_block_threads), tails)
 
 
 def _plan(kind: str, in_dtype: DType, acc: DType, op: Any, target: Target, wide: bool,
           transform: Optional[Callable], max_: bool = False) -> _Plan:
-    cache_key = (kind, in_dtype, acc, op, target, wide, transform, max_,
-                 overrides.generation(), tuning_lookup.state())
+    cache_key = (kind, in_dtype, acc, op, target, wide, transform, max_, epoch())
     plan = _plans.get(cache_key)
     if plan is None:
-        op_class = "arg" if kind == "arg" else op if kind == "known" else "user"
-        plan = _plans[cache_key] = _make_plan(kind, in_dtype, acc, op, op_class, target, wide,
-                                              transform, max_)
+        config.validate_environment()
+        plan = _plans[cache_key] = _make_plan(kind, in_dtype, acc, op, target, wide, transform,
+                                              max_)
     return plan
 
 
@@ -139,46 +212,104 @@ def _check_dtype(a: Arg, name: str, allowed=NUMERIC) -> None:
 
 
 def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any,
-         outs: tuple, init: Any, transform: Optional[Callable]) -> int:
-    layout, grid = plan.layout(n)
-    needed = layout.size()
+         outs: tuple, init: tuple) -> int:
+    """The general path's run: checks the buffer (ByteBuffer: any array type)."""
+    grid = plan.grid(n)
+    needed, aliases = plan.layout(grid)
     if temp_storage is None:
         return needed
     buf = _buffer(temp_storage, host)
-    layout.map_to_buffer(buf.nbytes)
-    p = plan.policy
-    tile = p.tile_items
-    launch = ct.launch
+    check_size(needed, buf.nbytes)
     if host:
         stream = None
-    xf = transform if transform is not None else _no_transform
-    has_xf = transform is not None
-    if plan.kind == "arg":
-        ident, max_ = plan.consts
-        out_v, out_i = outs
-        if grid == 0:
-            launch(stream, (1,), plan.main, (x, out_v, out_i, n, init, tile, ident, max_, True))
-            return needed
-        vals = buf.view(layout.slot(0).aliases[0])
-        idxs = buf.view(layout.slot(1).aliases[0])
-        launch(stream, (grid,), plan.main, (x, vals, idxs, n, init, tile, ident, max_, False))
-        launch(stream, (1,), plan.final, (vals, idxs, out_v, out_i, grid, init, plan.final_tile,
-                                          ident, max_))
-        return needed
-    (out,) = outs
-    if grid == 0:
-        launch(stream, (1,), plan.main, (x, out, n, init, tile, *plan.consts, xf, has_xf, True))
-        return needed
-    partials = buf.view(layout.slot(0).aliases[0])
-    launch(stream, (grid,), plan.main, (x, partials, n, init, tile, *plan.consts, xf, has_xf,
-                                        False))
-    launch(stream, (1,), plan.final, (partials, out, grid, init, plan.final_tile, *plan.consts,
-                                      _no_transform, False, True))
+        views = tuple(buf.host[off:off + count * dt.itemsize].view(dt.numpy_dtype)
+                      for off, dt, count in aliases)
+    else:
+        views = plan.device_views(buf.ptr, grid, aliases, buf.device_id) if grid else ()
+    plan.run(stream, x, outs, n, init, grid, views)
     return needed
 
 
+# -- the cached path -----------------------------------------------------------------------------
+
+class _Sig:
+    """A call signature's cached host work (see hostpath.py): the plan and the
+    accessors of the arguments' libraries. `call` re-checks only what may
+    differ between calls of the signature and returns 0 when anything is
+    unusual (the caller then takes the general path)."""
+
+    __slots__ = ("plan", "libs", "host", "device", "epoch", "init")
+
+    def __init__(self, plan: _Plan, libs: tuple, init: Optional[Callable]) -> None:
+        self.plan, self.libs, self.init = plan, libs, init
+        self.host = libs[0].host
+        # device arrays of a one-GPU process need no device checks (-2: none made)
+        self.device = -1 if self.host else (-2 if one_device() else plan.target.device_id)
+        self.epoch = epoch()
+
+    def call(self, temp, d_in, outs: tuple, n, stream, init: tuple) -> int:
+        if type(n) is not int or not 0 <= n < _WIDE or self.epoch != epoch():
+            return 0
+        libs = self.libs
+        if n > libs[0].vec(d_in):
+            return 0
+        for lib, o in zip(libs[1:], outs):
+            if lib.vec(o) < 1:
+                return 0
+        device = self.device
+        if device >= 0 and (libs[0].device(d_in) != device or
+                            any(lib.device(o) != device for lib, o in zip(libs[1:], outs))):
+            return 0
+        plan = self.plan
+        grid = plan.grid(n)
+        needed, aliases = plan.layout(grid)
+        if temp is None:
+            return needed
+        tl = lib_of(temp)
+        if tl is None or tl.host is not self.host or tl.temp(temp) < needed or \
+                device >= 0 and tl.device(temp) != device:
+            return 0
+        if self.host:
+            plan.run(None, d_in, outs, n, init, grid,
+                     plan.host_views(temp, aliases) if grid else ())
+        else:
+            views = plan.device_views(tl.ptr(temp), grid, aliases, plan.target.device_id) \
+                if grid else ()
+            plan.run(stream, d_in, outs, n, init, grid, views)
+        return needed
+
+
+_sigs: dict[tuple, _Sig] = {}
+
+
+def _remember(key: tuple, plan: _Plan, objs: tuple, n: int, init: Optional[Callable] = None
+              ) -> None:
+    """Make `key` a cached signature after a general-path call of `plan` with
+    the arrays `objs` (d_in, then the outputs) succeeded, when their types
+    have accessors and the count is narrow."""
+    if key is None or n >= _WIDE:
+        return
+    libs = tuple(map(lib_of, objs))
+    if None in libs or any(lib.host is not libs[0].host for lib in libs):
+        return
+    if len(_sigs) >= 256:
+        _sigs.clear()
+    _sigs[key] = _Sig(plan, libs, init)
+
+
+def _device_init(acc: DType):
+    """How a run-time init (a NumPy scalar of the accumulator dtype) is passed
+    to a GPU launch: as a Python float or int where the accumulator is float32 or
+    int32 (the launch's cached fast path takes those), else as it is."""
+    if acc is D.float32:
+        return float
+    if acc is D.int32:
+        return int
+    return None
+
+
 def _reduce(temp_storage, d_in, d_out, num_items, op: Any, init: Any, transform, stream,
-            acc_rule: str) -> int:
+            acc_rule: str, key: Optional[tuple]) -> int:
     a_in = describe(d_in, "d_in")
     a_out = as_1d_output(describe(d_out, "d_out"), "d_out")
     check_1d(a_in, "d_in")
@@ -189,24 +320,33 @@ def _reduce(temp_storage, d_in, d_out, num_items, op: Any, init: Any, transform,
     name = op_name(op)
     if acc_rule == "sum":
         acc = sum_accumulator(a_in.dtype, a_out.dtype)
-    elif acc_rule == "extremum":  # CUB: init = numeric_limits<In>::max() (min) / lowest() (max)
+    elif acc_rule == "extremum":
         acc = a_in.dtype
-        init = acc.numpy_dtype.type(acc.max if name == "min" else acc.min)
     else:  # reduce / transform_reduce: the type of init, else the output's
         acc = scalar_dtype(init) or a_out.dtype
         if acc not in NUMERIC:
             raise TypeError(f'Invalid argument "init": dtype {acc.name} is not supported')
     if name is not None:
         check_operand_dtype(name, acc, "init" if acc_rule == "init" else "d_in")
-    init_value = as_scalar(init, acc, "init")
-    kind = "known" if name is not None else "user"
-    plan = _plan(kind, a_in.dtype, acc, name if name is not None else op, target, n >= 1 << 31,
-                 transform)
-    return _run(plan, temp_storage, a_in.host, stream, n, a_in.obj, (a_out.obj,), init_value,
-                transform)
+    wide = n >= _WIDE
+    if acc_rule != "init":  # sum, min, max: CUB fixes init (a Constant of the kernels)
+        plan = _plan("fixed", a_in.dtype, acc, name, target, wide, None)
+        init_args: tuple = ()
+        convert = None
+    else:
+        value = as_scalar(init, acc, "init")
+        plan = _plan("known" if name is not None else "user", a_in.dtype, acc,
+                     name if name is not None else op, target, wide, transform)
+        convert = None if a_in.host else _device_init(acc)
+        init_args = (value if convert is None else convert(value),)
+    needed = _run(plan, temp_storage, a_in.host, stream, n, a_in.obj, (a_out.obj,), init_args)
+    if a_out.obj is d_out:  # (a 0-d output was viewed as 1-d: no cached signature)
+        _remember(key, plan, (d_in, d_out), n, convert)
+    return needed
 
 
-def _arg(temp_storage, d_in, d_out_value, d_out_index, num_items, stream, max_: bool) -> int:
+def _arg(temp_storage, d_in, d_out_value, d_out_index, num_items, stream, max_: bool,
+         key: Optional[tuple]) -> int:
     a_in = describe(d_in, "d_in")
     a_v = as_1d_output(describe(d_out_value, "d_out_value"), "d_out_value")
     a_i = as_1d_output(describe(d_out_index, "d_out_index"), "d_out_index")
@@ -219,12 +359,37 @@ def _arg(temp_storage, d_in, d_out_value, d_out_index, num_items, stream, max_: 
     n = check_num_items(num_items, a_in)
     target = _target([("d_in", a_in), ("d_out_value", a_v), ("d_out_index", a_i)])
     dt = a_in.dtype
-    # CUB's outputs for an empty input: index 1 and numeric_limits<T>::max() (arg_min)
-    # or lowest() (arg_max), the largest finite values for floats.
-    empty = dt.numpy_dtype.type(dt.min if max_ else dt.max)
-    plan = _plan("arg", dt, dt, "max" if max_ else "min", target, n >= 1 << 31, None, max_)
-    return _run(plan, temp_storage, a_in.host, stream, n, a_in.obj, (a_v.obj, a_i.obj), empty,
-                None)
+    plan = _plan("arg", dt, dt, "max" if max_ else "min", target, n >= _WIDE, None, max_)
+    needed = _run(plan, temp_storage, a_in.host, stream, n, a_in.obj, (a_v.obj, a_i.obj), ())
+    if a_v.obj is d_out_value and a_i.obj is d_out_index:
+        _remember(key, plan, (d_in, d_out_value, d_out_index), n)
+    return needed
+
+
+def _init_args(sig: _Sig, init) -> Optional[tuple]:
+    """A cached reduce signature's init, converted as its first call did, or
+    None when the general path should decide (and raise)."""
+    try:
+        value = as_scalar(init, sig.plan.acc, "init")
+    except (TypeError, ValueError):
+        return None
+    return (value if sig.init is None else sig.init(value),)
+
+
+# signature tags (the first element of a cached signature's key)
+_SUM, _MIN, _MAX, _ARGMIN, _ARGMAX, _REDUCE, _TRANSFORM = range(7)
+_TAGS = {"sum": _SUM, "min": _MIN, "max": _MAX, "arg_min": _ARGMIN, "arg_max": _ARGMAX}
+
+
+def signature_plan(method: str, d_in, *outs) -> Optional[_Plan]:
+    """The plan of the cached signature of DeviceReduce.<method> (sum, min,
+    max, arg_min, arg_max) for arguments like these, or None (the convenience
+    layer builds its cached path on it)."""
+    key = (_TAGS[method], type(d_in), d_in.dtype)
+    for o in outs:
+        key += (type(o), o.dtype)
+    sig = _sigs.get(key)
+    return sig.plan if sig is not None else None
 
 
 class DeviceReduce:
@@ -235,34 +400,81 @@ class DeviceReduce:
         """d_out[0] = sum of d_in[:num_items] (0 for no items). The accumulator is
         CUB's: the C++ type of out + in (integers narrower than int accumulate in
         int32; float16/bfloat16 in float32), converted to d_out's dtype."""
-        return _reduce(temp_storage, d_in, d_out, num_items, "add", 0, None, stream, "sum")
+        try:
+            key = (_SUM, type(d_in), d_in.dtype, type(d_out), d_out.dtype)
+            sig = _sigs.get(key)
+        except AttributeError:  # not an array: the general path says so
+            key = sig = None
+        if sig is not None:
+            got = sig.call(temp_storage, d_in, (d_out,), num_items, stream, ())
+            if got:
+                return got
+        return _reduce(temp_storage, d_in, d_out, num_items, "add", 0, None, stream, "sum", key)
 
     @staticmethod
     def min(temp_storage, d_in, d_out, num_items, stream=None) -> int:
         """d_out[0] = min(the largest finite value of d_in's dtype, *d_in[:num_items]);
         NaNs are ignored (fmin, as CUB's cuda::minimum)."""
+        try:
+            key = (_MIN, type(d_in), d_in.dtype, type(d_out), d_out.dtype)
+            sig = _sigs.get(key)
+        except AttributeError:  # not an array: the general path says so
+            key = sig = None
+        if sig is not None:
+            got = sig.call(temp_storage, d_in, (d_out,), num_items, stream, ())
+            if got:
+                return got
         return _reduce(temp_storage, d_in, d_out, num_items, "min", None, None, stream,
-                       "extremum")
+                       "extremum", key)
 
     @staticmethod
     def max(temp_storage, d_in, d_out, num_items, stream=None) -> int:
         """d_out[0] = max(the lowest finite value of d_in's dtype, *d_in[:num_items]);
         NaNs are ignored (fmax, as CUB's cuda::maximum)."""
+        try:
+            key = (_MAX, type(d_in), d_in.dtype, type(d_out), d_out.dtype)
+            sig = _sigs.get(key)
+        except AttributeError:  # not an array: the general path says so
+            key = sig = None
+        if sig is not None:
+            got = sig.call(temp_storage, d_in, (d_out,), num_items, stream, ())
+            if got:
+                return got
         return _reduce(temp_storage, d_in, d_out, num_items, "max", None, None, stream,
-                       "extremum")
+                       "extremum", key)
 
     @staticmethod
     def arg_min(temp_storage, d_in, d_out_value, d_out_index, num_items, stream=None) -> int:
         """The first minimum of d_in[:num_items] and its index (ties: the smallest
         index; NaN counts as larger than every number). No items: the largest
         finite value and index 1, as CUB."""
-        return _arg(temp_storage, d_in, d_out_value, d_out_index, num_items, stream, False)
+        try:
+            key = (_ARGMIN, type(d_in), d_in.dtype, type(d_out_value), d_out_value.dtype,
+                   type(d_out_index), d_out_index.dtype)
+            sig = _sigs.get(key)
+        except AttributeError:
+            key = sig = None
+        if sig is not None:
+            got = sig.call(temp_storage, d_in, (d_out_value, d_out_index), num_items, stream, ())
+            if got:
+                return got
+        return _arg(temp_storage, d_in, d_out_value, d_out_index, num_items, stream, False, key)
 
     @staticmethod
     def arg_max(temp_storage, d_in, d_out_value, d_out_index, num_items, stream=None) -> int:
         """The first maximum and its index (NaN counts as smaller than every
         number). No items: the lowest finite value and index 1, as CUB."""
-        return _arg(temp_storage, d_in, d_out_value, d_out_index, num_items, stream, True)
+        try:
+            key = (_ARGMAX, type(d_in), d_in.dtype, type(d_out_value), d_out_value.dtype,
+                   type(d_out_index), d_out_index.dtype)
+            sig = _sigs.get(key)
+        except AttributeError:
+            key = sig = None
+        if sig is not None:
+            got = sig.call(temp_storage, d_in, (d_out_value, d_out_index), num_items, stream, ())
+            if got:
+                return got
+        return _arg(temp_storage, d_in, d_out_value, d_out_index, num_items, stream, True, key)
 
     @staticmethod
     def reduce(temp_storage, d_in, d_out, num_items, op, init, stream=None) -> int:
@@ -270,16 +482,39 @@ class DeviceReduce:
         `op`: "add", "mul", "min", "max", "and", "or", "xor", the matching Python
         functions, or a function of two tiles (associative and commutative). The
         accumulator has init's dtype (a NumPy scalar), or d_out's for a Python number."""
-        return _reduce(temp_storage, d_in, d_out, num_items, op, init, None, stream, "init")
+        try:
+            key = (_REDUCE, type(d_in), d_in.dtype, type(d_out), d_out.dtype, op, type(init),
+                   getattr(init, "dtype", None))
+            sig = _sigs.get(key)
+        except (AttributeError, TypeError):  # not an array, or an unhashable operator
+            key = sig = None
+        if sig is not None:
+            init_args = _init_args(sig, init)
+            if init_args is not None:
+                got = sig.call(temp_storage, d_in, (d_out,), num_items, stream, init_args)
+                if got:
+                    return got
+        return _reduce(temp_storage, d_in, d_out, num_items, op, init, None, stream, "init", key)
 
     @staticmethod
     def transform_reduce(temp_storage, d_in, d_out, num_items, reduce_op, transform_op, init,
                          stream=None) -> int:
         """reduce() of transform_op(d_in[i]); transform_op is a function of one tile."""
+        try:
+            key = (_TRANSFORM, type(d_in), d_in.dtype, type(d_out), d_out.dtype, reduce_op,
+                   transform_op, type(init), getattr(init, "dtype", None))
+            sig = _sigs.get(key)
+        except (AttributeError, TypeError):
+            key = sig = None
+        if sig is not None:
+            init_args = _init_args(sig, init)
+            if init_args is not None:
+                got = sig.call(temp_storage, d_in, (d_out,), num_items, stream, init_args)
+                if got:
+                    return got
         if not callable(transform_op) or isinstance(transform_op, str):
             raise TypeError('Invalid argument "transform_op": expected a function of one tile, '
                             f"got {type(transform_op).__name__}")
         op_name(transform_op, "transform_op")  # refuses lambdas with a clear message
         return _reduce(temp_storage, d_in, d_out, num_items, reduce_op, init, transform_op,
-                       stream, "init")
-
+                       stream, "init", key)

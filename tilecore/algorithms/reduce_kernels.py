@@ -11,12 +11,15 @@ the combination order depend only on (n, TILE, grid), so results are
 bit-identical run to run.
 
 - `reduce_known`: well-known operators (KIND: add, mul, min, max, and, or,
-  xor), padded with the operator's identity ID.
+  xor), padded with the operator's identity ID; `reduce_known_fixed` is the
+  same with `init` a Constant (sum, min and max, whose init CUB fixes), so
+  that a cached call's launches take tilecore.launch's fast path.
 - `reduce_user`: a user operator OP. No identity is known, so an accumulator
   lane starts from a block's first full tile, a partial tile is merged under
   its mask, and the final reduction combines (value, valid) pairs.
 - `arg_reduce` / `arg_reduce_pairs`: arg_min / arg_max over the input, then
-  over the blocks' (value, index) partials; ties go to the smallest index.
+  over the blocks' (value, index) partials; ties go to the smallest index
+  (EMPTY, the value written for no items, is a Constant).
 
 Policies reach the kernels as Constants (TILE) and kernel options
 (num_threads); `XFORM` (a function of one tile) is transform_reduce's
@@ -26,7 +29,8 @@ from __future__ import annotations
 
 import tilecore as ct
 
-__all__ = ["reduce_known", "reduce_user", "arg_reduce", "arg_reduce_pairs"]
+__all__ = ["reduce_known", "reduce_known_fixed", "reduce_user", "arg_reduce",
+           "arg_reduce_pairs"]
 
 ZERO = ct.PaddingMode.ZERO
 
@@ -66,10 +70,9 @@ def items(t, ACC, XFORM, HAS_XFORM):
         return ct.astype(t, ACC)
 
 
-@ct.kernel
-def reduce_known(x, out, n, init, TILE: ct.Constant[int], ACC: ct.Constant,
-                 KIND: ct.Constant[str], ID: ct.Constant, XFORM: ct.Constant,
-                 HAS_XFORM: ct.Constant[bool], FINAL: ct.Constant[bool]):
+@ct.function
+def known(x, out, n, init, TILE, ACC, KIND, ID, XFORM, HAS_XFORM, FINAL):
+    """The body of reduce_known and reduce_known_fixed."""
     b = ct.bid(0)
     g = ct.num_blocks(0)
     full = n // TILE
@@ -96,6 +99,23 @@ def reduce_known(x, out, n, init, TILE: ct.Constant[int], ACC: ct.Constant,
         ct.store(out, index=(0,), tile=ct.astype(r, out.dtype))
     else:
         ct.store(out, index=(b,), tile=r)
+
+
+@ct.kernel
+def reduce_known(x, out, n, init, TILE: ct.Constant[int], ACC: ct.Constant,
+                 KIND: ct.Constant[str], ID: ct.Constant, XFORM: ct.Constant,
+                 HAS_XFORM: ct.Constant[bool], FINAL: ct.Constant[bool]):
+    known(x, out, n, init, TILE, ACC, KIND, ID, XFORM, HAS_XFORM, FINAL)
+
+
+@ct.kernel
+def reduce_known_fixed(x, out, n, INIT: ct.Constant, TILE: ct.Constant[int], ACC: ct.Constant,
+                       KIND: ct.Constant[str], ID: ct.Constant, XFORM: ct.Constant,
+                       HAS_XFORM: ct.Constant[bool], FINAL: ct.Constant[bool]):
+    """reduce_known with a compile-time init (sum, min, max: CUB fixes it), so that
+    every run-time argument is an array or `n` and the launch takes the cached
+    fast path (a NumPy scalar init, or a 64-bit or 16-bit one, does not)."""
+    known(x, out, n, INIT, TILE, ACC, KIND, ID, XFORM, HAS_XFORM, FINAL)
 
 
 @ct.kernel
@@ -175,8 +195,8 @@ def arg_finish(acc, idx, out_value, out_index, n, empty, ID, MAX, FINAL):
 
 
 @ct.kernel
-def arg_reduce(x, out_value, out_index, n, empty, TILE: ct.Constant[int], ID: ct.Constant,
-               MAX: ct.Constant[bool], FINAL: ct.Constant[bool]):
+def arg_reduce(x, out_value, out_index, n, EMPTY: ct.Constant, TILE: ct.Constant[int],
+               ID: ct.Constant, MAX: ct.Constant[bool], FINAL: ct.Constant[bool]):
     """arg_min / arg_max of n items (first pass, or the only block when FINAL).
     Lanes keep the tile number of their best item; its index is computed once
     at the end (in int64)."""
@@ -204,12 +224,12 @@ def arg_reduce(x, out_value, out_index, n, empty, TILE: ct.Constant[int], ID: ct
     lane = ct.astype(ct.arange(TILE), ct.int64)
     idx = ct.where(tile_of == none, 9223372036854775807,
                    ct.astype(tile_of, ct.int64) * TILE + lane)
-    arg_finish(acc, idx, out_value, out_index, n, empty, ID, MAX, FINAL)
+    arg_finish(acc, idx, out_value, out_index, n, EMPTY, ID, MAX, FINAL)
 
 
 @ct.kernel
-def arg_reduce_pairs(values, indices, out_value, out_index, n, empty, TILE: ct.Constant[int],
-                     ID: ct.Constant, MAX: ct.Constant[bool]):
+def arg_reduce_pairs(values, indices, out_value, out_index, n, EMPTY: ct.Constant,
+                     TILE: ct.Constant[int], ID: ct.Constant, MAX: ct.Constant[bool]):
     """The second pass: one block reduces the n (value, index) partials."""
     acc = ct.full((TILE,), ID, values.dtype)
     idx = ct.full((TILE,), 9223372036854775807, ct.int64)
@@ -220,4 +240,4 @@ def arg_reduce_pairs(values, indices, out_value, out_index, n, empty, TILE: ct.C
         take = before(v, i, acc, idx, MAX) & valid
         acc = ct.where(take, v, acc)
         idx = ct.where(take, i, idx)
-    arg_finish(acc, idx, out_value, out_index, n, empty, ID, MAX, True)
+    arg_finish(acc, idx, out_value, out_index, n, EMPTY, ID, MAX, True)

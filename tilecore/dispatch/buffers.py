@@ -30,7 +30,7 @@ class ByteBuffer(NamedTuple):
         off, count = alias.offset, alias.count
         if self.host is not None:
             return self.host[off:off + count * alias.dtype.itemsize].view(alias.dtype.numpy_dtype)
-        from ..runtime.arrays import DeviceArray
+        from ..runtime import DeviceArray
         return DeviceArray(self.ptr + off, (count,), (1,), alias.dtype, self.device_id)
 
 

@@ -31,7 +31,7 @@ _targets: dict[int, Target] = {}
 def device_target(device_id: int) -> Target:
     t = _targets.get(device_id)
     if t is None:
-        from ..runtime.device import get_device
+        from ..runtime import get_device
         dev = get_device(device_id)
         major, minor = dev.compute_capability
         t = _targets[device_id] = Target(major * 10 + minor, dev.sm_count, device_id)

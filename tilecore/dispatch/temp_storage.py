@@ -22,11 +22,20 @@ from typing import Optional
 
 ALIGNMENT = 256
 
-__all__ = ["ALIGNMENT", "Alias", "Slot", "Layout", "align_up"]
+__all__ = ["ALIGNMENT", "Alias", "Slot", "Layout", "align_up", "check_size"]
 
 
 def align_up(n: int, alignment: int = ALIGNMENT) -> int:
     return -(-n // alignment) * alignment
+
+
+def check_size(needed: int, nbytes: int, name: str = "temp_storage") -> None:
+    """ValueError naming the argument, the bytes needed and those given when a
+    buffer of `nbytes` is smaller than `needed`."""
+    if nbytes < needed:
+        raise ValueError(f'Invalid argument "{name}": the temporary storage is too small: '
+                         f"expected at least {needed} bytes, got {nbytes} bytes (call with "
+                         f"{name}=None to get the size)")
 
 
 class Alias:
@@ -101,11 +110,7 @@ class Layout:
         """Give every alias its offset inside a buffer of `nbytes` bytes;
         ValueError naming the argument, the bytes needed and those given when
         the buffer is too small."""
-        needed = self.size()
-        if nbytes < needed:
-            raise ValueError(f'Invalid argument "{name}": the temporary storage is too small: '
-                             f"expected at least {needed} bytes, got {nbytes} bytes (call with "
-                             f"{name}=None to get the size)")
+        check_size(self.size(), nbytes, name)
         for s, off in zip(self.slots, self.offsets()):
             for a in s.aliases:
                 a.offset = off

@@ -113,6 +113,15 @@ def codegen_options(kernel: Kernel, arch: str) -> CodegenOptions:
                           opt_level=resolve(o.opt_level, arch, 3), num_ctas=num_ctas, arch=arch)
 
 
+# Threads per SM that the launch bounds of a compact kernel ask to be resident
+# (min-blocks = this / its block size; None: no launch-bounds minimum): a cap
+# on registers (compact kernels took 102 and 131 at -Ofc=min, 1 block of 512
+# threads or 15 of 32 per SM; 1024 caps them at 64) whose effect on launch time
+# is to be measured on the GPU (bench_compile_length.py --runtime
+# --compact-resident-threads 1024). Compile time does not change.
+COMPACT_RESIDENT_THREADS: Optional[int] = None
+
+
 def _compile_fitted(gen: GeneratedKernel, arch: str, options: CodegenOptions, fn: Function
                     ) -> tuple[int, Resources, bytes]:
     """(min_blocks, resources, cubin): the cubin of `gen`, rebuilt with tighter
@@ -128,6 +137,11 @@ def _compile_fitted(gen: GeneratedKernel, arch: str, options: CodegenOptions, fn
     def report(source: str):
         return compile_cubin_report(source, arch, opt_level=options.opt_level,
                                     kernel_name=fn.name, loc=fn.loc, fast_compile=fast)
+    if gen.compact and COMPACT_RESIDENT_THREADS and not options.occupancy:
+        blocks = min(max(1, COMPACT_RESIDENT_THREADS // gen.block_threads),
+                     blocks_per_sm(gen.block_threads, 1, arch))
+        cubin, used = report(with_min_blocks(gen, blocks).source)
+        return blocks, used or Resources(0, 0), cubin
     cubin, used = report(gen.source)
     if used is None:
         return 0, Resources(0, 0), cubin
@@ -193,6 +207,8 @@ def build(kernel: Kernel, kinds: Sequence[ArgKind], arrays: dict[int, ArraySpec]
         "nvrtc": nvrtc_identity(), "cuda_core": str(cuda_core_version()),
         "tilecore": _sources_fingerprint(), "headers": header_fingerprint(),
         **({"fast_compile": nvrtc.COMPACT_FAST_COMPILE or ""} if gen.compact else {}),
+        **({"resident_threads": COMPACT_RESIDENT_THREADS}
+           if gen.compact and COMPACT_RESIDENT_THREADS else {}),
     })
     dump_kernel(fn.name, key, fn, gen)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
+from ..runtime.arrays import DeviceArray
 from ..runtime.driver import native_module
 from ..runtime.overlap import self_overlaps
 from ..runtime.streams import handle_attribute, stream_handle
@@ -37,8 +38,10 @@ def fast_specs(key: tuple, args: Sequence[Any], device: int, only_device: bool =
     None when some argument has no fast form: ("const", type, value),
     ("i32",), ("f32",), or (library, type, dtype, device, ndim, itemsize,
     aligned, unit stride, whole vectors, written) for "torch" and "cupy"
-    arrays; `written` holds the positions of the arrays the kernel writes,
-    whose elements are then checked distinct at every launch.
+    arrays and tilecore's own DeviceArray ("tilecore": the device-scope
+    algorithms' views of their temporary storage); `written` holds the
+    positions of the arrays the kernel writes, whose elements are then
+    checked distinct at every launch.
 
     With `only_device` (the process sees one GPU) an array's device is -1:
     any CUDA tensor is on it (`is_cuda` is a cheaper check than
@@ -56,7 +59,8 @@ def fast_specs(key: tuple, args: Sequence[Any], device: int, only_device: bool =
                 return None                    # raw-bit or 64-bit scalars: general path
         else:
             root = type(value).__module__.split(".")[0]
-            if root not in ("torch", "cupy"):
+            if root == "tilecore" and type(value) is not DeviceArray or \
+                    root not in ("torch", "cupy", "tilecore"):
                 return None
             dtype, ndim, aligned, unit, whole, wide = part
             if wide:
@@ -97,7 +101,13 @@ def _array_lines(i: int, spec: tuple, ns: dict) -> list[str]:
     a = f"a{i}"
     ns[f"T{i}"], ns[f"D{i}"] = cls, dtype
     lines = [f"if type({a}) is not T{i}: return False"]
-    if root == "torch":
+    if root == "tilecore":  # a DeviceArray: a tuple of its own fields, strides in elements
+        on_device = "" if device < 0 else f" or {a}.device_id != {device}"
+        read_only = f" or {a}.readonly" if written else ""
+        lines += [f"if {a}.dtype is not D{i}{on_device}{read_only}: return False",
+                  f"p{i}, sh{i}, st{i} = {a}.ptr, {a}.shape, {a}.strides"]
+        item_div = ""
+    elif root == "torch":
         on_device = f"not {a}.is_cuda" if device < 0 else f"{a}.get_device() != {device}"
         lines += [f"if {a}.dtype is not D{i} or {on_device}: return False",
                   f"p{i} = {a}.data_ptr()", f"sh{i} = {a}.shape", f"st{i} = {a}.stride()"]
@@ -187,7 +197,8 @@ def _python_fast_launch(specs: list[tuple], validated: dict, launch: Callable,
     """The fast launcher as one generated straight-line Python function."""
     ns: dict = {"VALIDATED": validated, "LAUNCH": launch, "FAIL": fail, "GRID": normalize_grid,
                 "HANDLE": stream_handle, "DISJOINT": extents_disjoint, "DISTINCT": distinct_elements,
-                "ARRAYS": [(spec[4], spec[5]) for spec in specs if spec[0] in ("torch", "cupy")]}
+                "ARRAYS": [(spec[4], spec[5]) for spec in specs
+                           if spec[0] in ("torch", "cupy", "tilecore")]}
     body: list[str] = []
     values: list[str] = []
     layout: list[str] = []  # the arrays' pointers, shapes and strides

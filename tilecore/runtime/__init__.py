@@ -3,7 +3,8 @@ the C extension `_cudriver` or cuda.bindings),
 devices, argument ingestion (device arrays, streams, parameter packing), the
 compiled-module cache and the launch path. Importing this package never
 touches the driver."""
-from .arrays import DeviceArray, as_device_array, check_no_overlap, check_same_device, classify_arg
+from .arrays import (DeviceArray, array_fields, as_device_array, check_no_overlap,
+                     check_same_device, classify_arg)
 from .cache import CompileCache, DiskCache, cache_key, default_cache
 from .device import Device, current_device_ordinal, device_count, get_device
 from .driver import CudaError, NoDeviceError, check, has_gpu
@@ -12,7 +13,8 @@ from .params import POINTER_CODE, ParamBuffer, param_offsets, scalar_bits, struc
 from .streams import stream_handle
 
 __all__ = [
-    "DeviceArray", "as_device_array", "check_no_overlap", "check_same_device", "classify_arg",
+    "DeviceArray", "array_fields", "as_device_array", "check_no_overlap", "check_same_device",
+    "classify_arg",
     "CompileCache", "DiskCache", "cache_key", "default_cache",
     "Device", "current_device_ordinal", "device_count", "get_device",
     "CudaError", "NoDeviceError", "check", "has_gpu",

@@ -52,7 +52,8 @@ typedef struct {
 } DLExchangeAPI;
 enum { DL_CUDA = 2 };
 
-enum { ARG_CONST, ARG_I32, ARG_F32, ARG_TORCH, ARG_CUPY };
+enum { ARG_CONST, ARG_I32, ARG_F32, ARG_TORCH, ARG_CUPY, ARG_TILECORE };
+#define IS_ARRAY(k) ((k) == ARG_TORCH || (k) == ARG_CUPY || (k) == ARG_TILECORE)
 #define MAX_VALUES 256
 #define MAX_NDIM 16
 
@@ -134,7 +135,8 @@ static void find_dl_reader(ArgSpec *spec, PyObject *type) {
 }
 
 /* One spec tuple: ("const", type, value), ("i32",), ("f32",) or
- * ("torch" | "cupy", type, dtype, device, ndim, itemsize, aligned, unit, whole, written);
+ * ("torch" | "cupy" | "tilecore", type, dtype, device, ndim, itemsize, aligned, unit, whole,
+ * written) ("tilecore": a tilecore.runtime.DeviceArray, a tuple subclass);
  * a device of -1 means "the process's only GPU". */
 static int parse_spec(PyObject *t, ArgSpec *spec, Py_ssize_t *n_values, Py_ssize_t *n_layout) {
     const char *kind;
@@ -152,7 +154,7 @@ static int parse_spec(PyObject *t, ArgSpec *spec, Py_ssize_t *n_values, Py_ssize
         spec->kind = kind[0] == 'i' ? ARG_I32 : ARG_F32;
         *n_values += 1;
         return 0;
-    } else if (!strcmp(kind, "torch") || !strcmp(kind, "cupy")) {
+    } else if (!strcmp(kind, "torch") || !strcmp(kind, "cupy") || !strcmp(kind, "tilecore")) {
         if (!PyArg_ParseTuple(t, "sOOliipppp", &kind, &type, &value, &spec->device, &spec->ndim,
                               &spec->itemsize, &spec->aligned, &spec->unit, &spec->whole,
                               &spec->written))
@@ -161,7 +163,7 @@ static int parse_spec(PyObject *t, ArgSpec *spec, Py_ssize_t *n_values, Py_ssize
             PyErr_Format(PyExc_ValueError, "bad array spec %R", t);
             return -1;
         }
-        spec->kind = kind[0] == 't' ? ARG_TORCH : ARG_CUPY;
+        spec->kind = kind[0] == 'c' ? ARG_CUPY : kind[1] == 'o' ? ARG_TORCH : ARG_TILECORE;
         spec->flat_flags = spec->kind == ARG_CUPY && spec->ndim == 1;
         if (spec->kind == ARG_TORCH) find_dl_reader(spec, type);
         *n_values += 1 + 2 * spec->ndim;
@@ -383,12 +385,34 @@ static int gather_dl(ArgSpec *s, PyObject *a, Gathered *g) {
     return finish_array(s, (long long)(uintptr_t)t.data + (long long)t.byte_offset, dims, st, g);
 }
 
+/* A DeviceArray (ptr, shape, strides, dtype, device_id, readonly): its fields are tuple
+ * items, read without attribute lookups. 1 ok, 0 guard failed. */
+static int gather_described(ArgSpec *s, PyObject *a, Gathered *g) {
+    long long ptr, device, dims[MAX_NDIM], st[MAX_NDIM];
+    if (PyTuple_GET_SIZE(a) < 6) return 0;
+    PyObject *shape = PyTuple_GET_ITEM(a, 1), *strides = PyTuple_GET_ITEM(a, 2);
+    if (PyTuple_GET_ITEM(a, 3) != s->value) return 0;  /* dtypes are singletons */
+    if (s->device >= 0 && (!exact_int(PyTuple_GET_ITEM(a, 4), &device) || device != s->device))
+        return PyErr_Occurred() ? -1 : 0;
+    if (s->written && PyTuple_GET_ITEM(a, 5) != Py_False) return 0;
+    if (!exact_int(PyTuple_GET_ITEM(a, 0), &ptr) || !PyTuple_Check(shape) ||
+        !PyTuple_Check(strides) || PyTuple_GET_SIZE(shape) != s->ndim ||
+        PyTuple_GET_SIZE(strides) != s->ndim)
+        return PyErr_Occurred() ? -1 : 0;
+    for (int d = 0; d < s->ndim; d++)
+        if (!exact_int(PyTuple_GET_ITEM(shape, d), &dims[d]) ||
+            !exact_int(PyTuple_GET_ITEM(strides, d), &st[d]))
+            return PyErr_Occurred() ? -1 : 0;
+    return finish_array(s, ptr, dims, st, g);
+}
+
 /* Guards and values of one array argument: 1 ok, 0 guard failed, -1 error. */
 static int gather_array(ArgSpec *s, PyObject *a, Gathered *g) {
     PyObject *ptr_o = NULL, *shape = NULL, *strides = NULL, *mem = NULL, *tmp;
     long long ptr, dims[MAX_NDIM], st[MAX_NDIM];
     int result = 0;
     if ((PyObject *)Py_TYPE(a) != s->type) return 0;
+    if (s->kind == ARG_TILECORE) return gather_described(s, a, g);
     if (s->dl_read) {
         int r = gather_dl(s, a, g);
         if (r != 2) return r;
@@ -496,7 +520,7 @@ static int extents_disjoint(const FastLaunch *self, const Gathered *g) {
     Py_ssize_t n = 0, at = 0;
     for (Py_ssize_t i = 0; i < self->n_args; i++) {
         const ArgSpec *s = &self->specs[i];
-        if (s->kind != ARG_TORCH && s->kind != ARG_CUPY) continue;
+        if (!IS_ARRAY(s->kind)) continue;
         const long long *f = g->layout_ll + at;
         at += 1 + 2 * s->ndim;
         long long first = 0, last = 0;

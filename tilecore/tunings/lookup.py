@@ -1,10 +1,17 @@
 """Finding tables and matching a tuning key against them.
 
 Where tables are looked for, first found wins per (algorithm, architecture):
-1. the directory named by TILECORE_TUNING_DIR (the user's tables override the
-   shipped ones), laid out as the shipped one: `<dir>/<algorithm>/sm_XY.yaml`;
-2. `tilecore/tuning_db/` inside the installed package (wheels);
-3. `tuning_db/` at the root of a source checkout.
+1. the directory named by TILECORE_TUNING_DIR (`config.tuning_dir()`; the
+   user's tables override the shipped ones), laid out as the shipped one:
+   `<dir>/<algorithm>/sm_XY.yaml`;
+2. the shipped tables: `tilecore/tuning_db/` inside an installed package (a
+   wheel or `pip install .`: setup.py copies the checkout's `tuning_db/`
+   there), else `tuning_db/` at the root of the source checkout the package
+   is imported from (an editable install). One copy in the repository.
+
+Tables are read and validated when a plan first needs them (not at import),
+and cached per (directory, algorithm, architecture); `clear_cache()` forgets
+them.
 
 Matching (`resolve`): for the device's architecture and then each older one in
 the chain (sm_120 -> sm_100 -> sm_90 -> sm_80 -> sm_70), the first table found
@@ -20,25 +27,43 @@ import os
 from pathlib import Path
 from typing import NamedTuple, Optional
 
+from .. import config
 from ..dispatch.selector import architectures_up_to
-from .loader import Row, Table, load_table
 
-__all__ = ["TUNING_DIR_ENV", "table_dirs", "find_table", "best_row", "resolve", "Resolved",
-           "clear_cache", "state"]
+__all__ = ["TUNING_DIR_ENV", "table_dirs", "shipped_dir", "find_table", "best_row", "resolve",
+           "Resolved", "clear_cache", "state"]
 
 TUNING_DIR_ENV = "TILECORE_TUNING_DIR"
 _PACKAGE = Path(__file__).resolve().parent.parent
 
 
 def user_dir() -> Optional[Path]:
-    value = os.environ.get(TUNING_DIR_ENV, "").strip()
-    return Path(value).expanduser() if value else None
+    """TILECORE_TUNING_DIR (ValueError naming it when it is not a directory)."""
+    return config.tuning_dir()
+
+
+_shipped: list = []
+
+
+def shipped_dir() -> Optional[Path]:
+    """The shipped tables: the installed package's `tuning_db/`, else the
+    checkout's (decided once)."""
+    if not _shipped:
+        installed = _PACKAGE / "tuning_db"
+        checkout = _PACKAGE.parent / "tuning_db"
+        if installed.is_dir():
+            _shipped.append(installed)
+        elif checkout.is_dir() and (_PACKAGE.parent / "pyproject.toml").is_file():
+            _shipped.append(checkout)
+        else:
+            _shipped.append(None)
+    return _shipped[0]
 
 
 def table_dirs() -> list[Path]:
-    dirs = [_PACKAGE / "tuning_db", _PACKAGE.parent / "tuning_db"]
     u = user_dir()
-    return ([u] if u is not None else []) + [d for d in dirs if d.is_dir()]
+    shipped = shipped_dir()
+    return ([u] if u is not None else []) + ([shipped] if shipped is not None else [])
 
 
 def state() -> str:
@@ -59,7 +84,11 @@ def find_table(algorithm: str, cc: int) -> Optional[Table]:
         key = (str(d), algorithm, cc)
         if key not in _tables:
             path = d / algorithm / f"sm_{cc}.yaml"
-            _tables[key] = load_table(path, algorithm, cc) if path.is_file() else None
+            if path.is_file():
+                from .loader import load_table  # PyYAML is imported with the first table
+                _tables[key] = load_table(path, algorithm, cc)
+            else:
+                _tables[key] = None
         if _tables[key] is not None:
             return _tables[key]
     return None

@@ -116,7 +116,72 @@ REDUCE = AlgorithmSchema(
     ),
 )
 
-SCHEMAS: dict[str, AlgorithmSchema] = {"reduce": REDUCE}
+SCAN = AlgorithmSchema(
+    algorithm="scan",
+    params=(
+        Param("block_threads", 32, 1024, True, "threads per block of the scan kernels"),
+        Param("items_per_thread", 1, 128, True,
+              "items each thread scans per tile (tile = block_threads * items_per_thread)"),
+        Param("mode", 0, 1, False,
+              "0: single pass (Fenwick look-back, deterministic); 1: reduce-then-scan "
+              "(two kernels, reads the input twice, deterministic)"),
+        Param("blocks_per_sm", 1, 32, False,
+              "reduce-then-scan: at most sm_count * blocks_per_sm blocks, each scanning a "
+              "contiguous chunk of tiles"),
+    ),
+    key_fields=(
+        KeyField("value_size", (1, 2, 4, 8), "bytes per input item"),
+        KeyField("accum", _DTYPE_NAMES, "accumulator dtype"),
+        KeyField("op", ("add", "mul", "min", "max", "and", "or", "xor", "user"),
+                 "operator class ('user': a user function)"),
+        KeyField("offset_size", (4, 8), "bytes of the item offsets (8 from 2**31 items)"),
+        KeyField("by_key", (False, True), "a *_by_key scan"),
+    ),
+    constraints=(
+        Constraint("block_threads * items_per_thread <= 65536 (tile size; NVRTC time grows "
+                   "fast past it)", lambda p: p["block_threads"] * p["items_per_thread"] <= 65536),
+    ),
+)
+
+SCHEMAS: dict[str, AlgorithmSchema] = {"reduce": REDUCE, "scan": SCAN}
+
+SEGMENTED_REDUCE = AlgorithmSchema(
+    algorithm="segmented_reduce",
+    params=(
+        Param("block_threads", 32, 1024, True, "threads per block of both segment kernels"),
+        Param("rows_items_per_thread", 1, 64, True,
+              "the rows kernel's tile (segments x items, several segments per block) holds "
+              "block_threads * rows_items_per_thread items"),
+        Param("min_row_items", 1, 4096, True,
+              "the narrowest row of the rows kernel (its row width is the average segment "
+              "length rounded up to a power of two, at least this, at most the tile)"),
+        Param("long_items_per_thread", 1, 64, True,
+              "the long kernel (one block per segment, aligned tiles) loads "
+              "block_threads * long_items_per_thread items per step"),
+        Param("long_min_avg_items", 1, 1 << 30, False,
+              "average segment length (input items / segments, known on the host) from which "
+              "well-known operators use the long kernel instead of the rows kernel"),
+        Param("split_min_blocks_per_sm", 0, 64, False,
+              "long kernel: while segments < sm_count * this, each segment is split over "
+              "several blocks (partials in temporary storage, then a pass over them); 0: never"),
+    ),
+    key_fields=(
+        KeyField("value_size", (1, 2, 4, 8), "bytes per input item"),
+        KeyField("accum", _DTYPE_NAMES, "accumulator dtype"),
+        KeyField("op", ("add", "mul", "min", "max", "and", "or", "xor", "arg", "user"),
+                 "operator class ('arg': arg_min/arg_max, 'user': a user function)"),
+        KeyField("offset_size", (4, 8), "bytes of the segment offsets (int32 or int64)"),
+    ),
+    constraints=(
+        Constraint("block_threads * rows_items_per_thread <= 16384 (rows tile)",
+                   lambda p: p["block_threads"] * p["rows_items_per_thread"] <= 16384),
+        Constraint("block_threads * long_items_per_thread <= 65536 (long tile)",
+                   lambda p: p["block_threads"] * p["long_items_per_thread"] <= 65536),
+        Constraint("min_row_items <= block_threads * rows_items_per_thread",
+                   lambda p: p["min_row_items"] <= p["block_threads"] * p["rows_items_per_thread"]),
+    ),
+)
+SCHEMAS["segmented_reduce"] = SEGMENTED_REDUCE
 
 
 def schema_for(algorithm: str) -> AlgorithmSchema:

@@ -1,0 +1,183 @@
+"""DeviceScan (inclusive_sum, exclusive_sum) beside CUB (`cuda.compute`
+make_inclusive_scan / make_exclusive_scan with OpKind.PLUS), CuPy's cumsum,
+torch.cumsum and the device-to-device copy, float32 and int32 at 2^24..2^28,
+all in one run on one GPU; plus a user operator computing the same sum
+(`user_add`, compiled into the same kernel) at 2^27.
+
+Bandwidth counts bytes read plus written (8 per 4-byte item: a single-pass
+scan moves what a copy moves), timed in the steady state (common.steady_ms:
+back-to-back calls over rotating buffer sets; tilecore's two launches per
+call, status init and scan, are both timed). Every implementation is checked
+against NumPy before it is timed. The issue's goal: tilecore >= 90% of the
+copy and 10-20% above CUB.
+
+    python benchmarks/bench_device_scan.py [--out DIR] [--sweep]
+
+--sweep also times policy candidates (tile = block_threads * items_per_thread,
+and the reduce-then-scan mode) through override_policy, to fill
+tuning_db/scan/sm_90.yaml.
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+
+import cupy as cp
+import numpy as np
+import torch
+
+from common import (buffer_sets, copy_bandwidth_gbs, device_info, parse_out, print_table,
+                    steady_ms, write_json)
+from tilecore.algorithms import DeviceScan
+from tilecore.dispatch import override_policy
+
+SIZES = (24, 26, 27, 28)
+DTYPES = (np.float32, np.int32)
+SWEEP = [dict(block_threads=bt, items_per_thread=ipt, mode=0)
+         for bt, ipt in ((128, 32), (128, 64), (256, 32), (256, 16), (128, 128), (512, 16))] + \
+        [dict(mode=1, blocks_per_sm=bps) for bps in (2, 4)]
+
+
+def user_add(a, b):
+    return a + b
+
+
+class TileScan:
+    """DeviceScan with its temporary storage allocated once."""
+
+    def __init__(self, x, y, exclusive: bool, policy: dict | None = None, op=None):
+        self.policy = policy or {}
+        self.op = op
+        if op is not None:
+            self.method = lambda t, a, b, n: DeviceScan.inclusive_scan(t, a, b, op, n)
+        else:
+            self.method = DeviceScan.exclusive_sum if exclusive else DeviceScan.inclusive_sum
+        with override_policy("scan", **self.policy):
+            self.temp = cp.empty(self.method(None, x, y, x.shape[0]), cp.uint8)
+        self.nbytes = self.temp.nbytes
+
+    def context(self):
+        """The policy override, held around the whole timing of a sweep candidate
+        (entering it per call would rebuild the cached host plan every call)."""
+        if self.policy:
+            return override_policy("scan", **self.policy)
+        return contextlib.nullcontext()
+
+    def __call__(self, x, y) -> None:
+        self.method(self.temp, x, y, x.shape[0])
+
+
+class CubScan:
+    """cuda.compute's scan with OpKind.PLUS and its temp storage allocated once."""
+
+    def __init__(self, x, y, exclusive: bool):
+        import cuda.compute as cc
+        self.cc = cc
+        self.init = np.zeros(1, x.dtype) if exclusive else None
+        make = cc.make_exclusive_scan if exclusive else cc.make_inclusive_scan
+        self.scanner = make(d_in=x, d_out=y, op=cc.OpKind.PLUS, init_value=self.init)
+        nbytes = self.scanner(temp_storage=None, d_in=x, d_out=y, op=cc.OpKind.PLUS,
+                              init_value=self.init, num_items=x.shape[0])
+        self.temp = cp.empty(max(nbytes, 1), cp.uint8)
+        self.nbytes = nbytes
+
+    def __call__(self, x, y) -> None:
+        self.scanner(temp_storage=self.temp, d_in=x, d_out=y, op=self.cc.OpKind.PLUS,
+                     init_value=self.init, num_items=x.shape[0])
+
+
+def _inputs(n: int, dtype, count: int) -> list:
+    rng = cp.random.default_rng(11)
+    if dtype == np.int32:
+        return [(rng.integers(-100, 100, n, dtype=cp.int32), cp.empty(n, cp.int32))
+                for _ in range(count)]
+    return [(rng.standard_normal(n, dtype=cp.float32), cp.empty(n, cp.float32))
+            for _ in range(count)]
+
+
+def _check(name: str, fn, x, y, exclusive: bool) -> None:
+    y.fill(0)
+    fn(x, y)
+    cp.cuda.Device().synchronize()
+    host = cp.asnumpy(x)
+    got = cp.asnumpy(y).astype(np.float64)
+    if exclusive:
+        got = got[1:]
+        host = host[:-1]
+    if x.dtype == cp.int32:
+        ok = np.array_equal(got, np.cumsum(host, dtype=np.int64).astype(np.int32))
+    else:
+        h = host.astype(np.float64)
+        bound = x.shape[0] * 2.0 ** -24 * np.cumsum(np.abs(h))
+        ok = bool((np.abs(got - np.cumsum(h)) <= bound).all())
+    if not ok:
+        raise AssertionError(f"{name} is wrong at n={x.shape[0]} ({x.dtype}, "
+                             f"{'exclusive' if exclusive else 'inclusive'})")
+
+
+def _impls(x, y, exclusive: bool, sweep: bool, log2n: int) -> dict:
+    impls = {"tilecore": TileScan(x, y, exclusive)}
+    if sweep:
+        for p in SWEEP:
+            tag = f"mode {p['mode']}" + (f" {p['block_threads']}x{p['items_per_thread']}"
+                                          if "block_threads" in p else
+                                          f" bps {p['blocks_per_sm']}")
+            impls[f"tilecore {tag}"] = TileScan(x, y, exclusive, p)
+    if log2n == 27 and not exclusive:
+        impls["tilecore user_add"] = TileScan(x, y, exclusive, op=user_add)
+    try:
+        impls["CUB"] = CubScan(x, y, exclusive)
+    except Exception as e:  # noqa: BLE001 - a peer that does not build is reported, not fatal
+        print(f"CUB (cuda.compute) not measured: {type(e).__name__}: {e}")
+    if not exclusive:
+        impls["CuPy cumsum"] = lambda a, b: cp.cumsum(a, out=b)
+        impls["torch.cumsum"] = lambda a, b: torch.cumsum(torch.as_tensor(a, device="cuda"), 0,
+                                                          out=torch.as_tensor(b, device="cuda"))
+    return impls
+
+
+def main() -> None:
+    out = parse_out()
+    sweep = "--sweep" in sys.argv
+    copy = copy_bandwidth_gbs()
+    rows, records, header = [], [], []
+    for exclusive in (False, True):
+        for dtype in DTYPES:
+            for log2n in SIZES:
+                n = 1 << log2n
+                sets = _inputs(n, dtype, buffer_sets(8 * n))
+                impls = _impls(*sets[0], exclusive, sweep, log2n)
+                gbs, temp = {}, {}
+                for name, fn in impls.items():
+                    with fn.context() if hasattr(fn, "context") else contextlib.nullcontext():
+                        _check(name, fn, *sets[0], exclusive)
+                        ms = steady_ms([lambda x=x, y=y, fn=fn: fn(x, y) for x, y in sets])
+                    gbs[name] = 8 * n / ms / 1e6
+                    if hasattr(fn, "nbytes"):
+                        temp[name] = fn.nbytes
+                cub = gbs.get("CUB")
+                t = gbs["tilecore"]
+                label = "exclusive_sum" if exclusive else "inclusive_sum"
+                rows.append([label, np.dtype(dtype).name, f"2^{log2n}",
+                             *(round(gbs.get(k, float("nan")), 1) for k in
+                               ("tilecore", "CUB", "CuPy cumsum", "torch.cumsum")),
+                             f"{100 * t / copy:.1f}%", f"{100 * t / cub:.1f}%" if cub else "-",
+                             temp.get("tilecore", 0), temp.get("CUB", "-")])
+                records.append({"scan": label, "dtype": np.dtype(dtype).name, "n": n,
+                                "gbs": gbs, "temp_bytes": temp, "copy_gbs": copy})
+                if sweep or log2n == 27:
+                    extra = {k: round(v, 1) for k, v in gbs.items()
+                             if k.startswith("tilecore ")}
+                    if extra:
+                        print(f"{label} {np.dtype(dtype).name} 2^{log2n}: {extra}")
+    header = ["scan", "dtype", "n", "tilecore", "CUB", "CuPy cumsum", "torch.cumsum",
+              "tilecore / copy", "tilecore / CUB", "temp bytes", "CUB temp bytes"]
+    print(f"device-to-device copy: {copy:.1f} GB/s (read + written)")
+    print_table("DeviceScan, GB/s (bytes read + written, steady state)", header, rows)
+    path = write_json(out, "device_scan", {**device_info(), "copy_gbs": copy,
+                                            "results": records})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

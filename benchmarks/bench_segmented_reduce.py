@@ -1,0 +1,208 @@
+"""DeviceSegmentedReduce beside CUB (cuda.compute's make_segmented_reduce
+object), torch.sum(dim=1) and CuPy's sum(axis=1) on the equivalent rows (where
+the segments are rows of equal length), with the device-to-device copy
+bandwidth of the same run.
+
+The issue's cases, float32 sums: 2^20 segments of 128 items, 2^18 segments of
+uniformly random length 1..4096 (about 2^29 items), 1024 segments of 2^17
+items; goals: at least torch.sum(dim=1) and at least 5x CUB on the short
+segments. GB/s = input bytes read / time (the offsets add 1/128 at most),
+timed in the steady state (common.steady_ms: back-to-back calls over rotating
+inputs). Also min/max/arg_max relative to the sum, int32 offsets beside int64.
+
+    python benchmarks/bench_segmented_reduce.py [--out DIR] [--sweep]
+
+--sweep also times policy candidates (override_policy("segmented_reduce", ...))
+per case and prints the best, the numbers to put in tuning_db/segmented_reduce/.
+"""
+from __future__ import annotations
+
+import itertools
+
+import cupy as cp
+import numpy as np
+import torch
+
+import tilecore.algorithms as A
+from tilecore.algorithms import DeviceSegmentedReduce as S
+from tilecore.dispatch import override_policy
+from tilecore.dispatch.segmented_policy import choose_shape
+from common import buffer_sets, copy_bandwidth_gbs, device_info, parse_out, print_table, \
+    steady_ms, write_json
+
+try:
+    import cuda.compute as cc
+    from cuda.compute import OpKind
+except ImportError:  # older cuda-cccl
+    try:
+        import cuda.cccl.parallel.experimental as cc
+        from cuda.cccl.parallel.experimental import OpKind
+    except ImportError:
+        cc = OpKind = None
+
+CASES = {  # name: (segment lengths as a function of rng, rows for torch or None)
+    "2^20 x 128": (lambda rng: np.full(1 << 20, 128), (1 << 20, 128)),
+    "2^18 x U(1..4096)": (lambda rng: rng.integers(1, 4097, 1 << 18), None),
+    "1024 x 2^17": (lambda rng: np.full(1024, 1 << 17), (1024, 1 << 17)),
+}
+
+
+def make_case(name: str, odt=np.int64):
+    lengths = CASES[name][0](np.random.default_rng(0))
+    off = np.concatenate([[0], np.cumsum(lengths)]).astype(odt)
+    total = int(off[-1])
+    sets = [cp.random.rand(total, dtype=cp.float32) for _ in range(buffer_sets(4 * total))]
+    return cp.asarray(off), sets, total
+
+
+def cub_segmented(x, out, off, n):
+    """cuda.compute's reusable segmented reduce object and its temporary storage."""
+    if cc is None:
+        return None
+    h_init = np.zeros(1, np.float32)
+    kw = dict(d_in=x, d_out=out, start_offsets_in=off[:-1], end_offsets_in=off[1:],
+              op=OpKind.PLUS, h_init=h_init)
+    red = cc.make_segmented_reduce(**kw)
+    nbytes = red(temp_storage=None, num_segments=n, **kw)
+    temp = cp.empty(max(1, nbytes), cp.uint8)
+    return lambda: red(temp_storage=temp, num_segments=n, **kw)
+
+
+def check(out, x, off, total):
+    """tilecore's sums against a float64 segmented sum of the same data."""
+    c = cp.concatenate([cp.zeros(1, cp.float64), cp.cumsum(x.astype(cp.float64))])
+    ref = c[off[1:]] - c[off[:-1]]
+    err = float(cp.abs(out.astype(cp.float64) - ref).max())
+    assert err < 1e-3 * max(1.0, float(cp.abs(ref).max())), f"segmented sum is wrong: {err}"
+
+
+def sums(copy_gbs, records) -> list:
+    rows = []
+    for name, (_, shape) in CASES.items():
+        off, sets, total = make_case(name)
+        n = off.size - 1
+        outs = [cp.zeros(n, cp.float32) for _ in sets]
+        temp = cp.empty(S.sum(None, sets[0], outs[0], n, off[:-1], off[1:]), cp.uint8)
+        for x, o in zip(sets, outs):
+            S.sum(temp, x, o, n, off[:-1], off[1:])
+        cp.cuda.runtime.deviceSynchronize()
+        check(outs[0], sets[0], off, total)
+        off32 = off.astype(cp.int32)
+        calls = {"tilecore": [lambda x=x, o=o: S.sum(temp, x, o, n, off[:-1], off[1:])
+                              for x, o in zip(sets, outs)],
+                 "tilecore int32 offs": [lambda x=x, o=o: S.sum(temp, x, o, n, off32[:-1],
+                                                                off32[1:])
+                                         for x, o in zip(sets, outs)]}
+        cub = [cub_segmented(x, o, off, n) for x, o in zip(sets, outs)]
+        if cub[0] is not None:
+            calls["cub"] = cub
+        if shape is not None:
+            ts = [torch.from_dlpack(x).view(*shape) for x in sets]
+            calls["torch sum(dim=1)"] = [lambda t=t: t.sum(dim=1) for t in ts]
+            calls["cupy sum(axis=1)"] = [lambda x=x: x.reshape(shape).sum(axis=1) for x in sets]
+        gbs = {k: 4 * total / steady_ms(v) / 1e6 for k, v in calls.items()}
+        peer = gbs.get("torch sum(dim=1)")
+        rows.append([name, *(round(gbs.get(k, float("nan")), 1) for k in
+                             ("tilecore", "tilecore int32 offs", "cub", "torch sum(dim=1)",
+                              "cupy sum(axis=1)")),
+                     f"{gbs['tilecore'] / gbs['cub']:.2f}" if "cub" in gbs else "-",
+                     f"{gbs['tilecore'] / peer:.3f}" if peer else "-",
+                     f"{100 * gbs['tilecore'] / copy_gbs:.1f}%"])
+        records.append({"op": "segmented_sum", "case": name, "num_segments": n,
+                        "items": total, "gbs": gbs, "temp_bytes": temp.size,
+                        "shape": _shape(sets[0], n)})
+        del sets, outs, temp, calls, cub
+        cp.get_default_memory_pool().free_all_blocks()
+        torch.cuda.empty_cache()
+    return rows
+
+
+def _shape(x, n) -> str:
+    from tilecore.algorithms.segmented_reduce import _plan
+    from tilecore.dispatch.target import device_target
+    from tilecore.language import dtypes as D
+    plan = _plan("known", D.float32, D.float32, "add", device_target(x.device.id), 8)
+    return repr(tuple(choose_shape(plan.policy, n, x.size, plan.target.sm_count, True)))
+
+
+def operators(records) -> list:
+    rows = []
+    for name in CASES:
+        off, sets, total = make_case(name)
+        n = off.size - 1
+        o = cp.zeros(n, cp.float32)
+        v, i = cp.zeros(n, cp.float32), cp.zeros(n, cp.int64)
+        temp = cp.empty(max(S.sum(None, sets[0], o, n, off[:-1], off[1:]),
+                            S.arg_max(None, sets[0], v, i, n, off[:-1], off[1:])), cp.uint8)
+        calls = {"sum": [lambda x=x: S.sum(temp, x, o, n, off[:-1], off[1:]) for x in sets],
+                 "min": [lambda x=x: S.min(temp, x, o, n, off[:-1], off[1:]) for x in sets],
+                 "max": [lambda x=x: S.max(temp, x, o, n, off[:-1], off[1:]) for x in sets],
+                 "arg_max": [lambda x=x: S.arg_max(temp, x, v, i, n, off[:-1], off[1:])
+                             for x in sets],
+                 "segmented_sum()": [lambda x=x: A.segmented_sum(x, off) for x in sets]}
+        gbs = {k: 4 * total / steady_ms(f) / 1e6 for k, f in calls.items()}
+        records.append({"op": "operators", "case": name, "gbs": gbs})
+        rows += [[name, k, round(g, 1), f"{100 * g / gbs['sum']:.1f}%"] for k, g in gbs.items()]
+        del sets
+        cp.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+SWEEP = {
+    "2^20 x 128": [dict(block_threads=b, rows_items_per_thread=r)
+                   for b, r in itertools.product((128, 256, 512), (4, 8, 16))],
+    "2^18 x U(1..4096)": [dict(block_threads=b, rows_items_per_thread=r, long_min_avg_items=1 << 30)
+                          for b, r in itertools.product((128, 256, 512), (4, 8, 16))] +
+                         [dict(block_threads=b, long_items_per_thread=li, long_min_avg_items=1,
+                               split_min_blocks_per_sm=0)
+                          for b, li in itertools.product((128, 256), (4, 8, 16))],
+    "1024 x 2^17": [dict(block_threads=b, long_items_per_thread=li, split_min_blocks_per_sm=s)
+                    for b, li, s in itertools.product((256, 512), (8, 16, 32), (0, 8, 16))],
+}
+
+
+def sweep(records) -> list:
+    rows = []
+    for name, candidates in SWEEP.items():
+        off, sets, total = make_case(name)
+        n = off.size - 1
+        o = cp.zeros(n, cp.float32)
+        results = []
+        for cand in candidates:
+            with override_policy("segmented_reduce", **cand):
+                temp = cp.empty(S.sum(None, sets[0], o, n, off[:-1], off[1:]), cp.uint8)
+                g = 4 * total / steady_ms([lambda x=x: S.sum(temp, x, o, n, off[:-1], off[1:])
+                                           for x in sets]) / 1e6
+                check(o, sets[-1], off, total)
+            results.append((g, cand))
+            records.append({"op": "sweep", "case": name, "policy": cand, "gbs": g})
+        results.sort(key=lambda r: -r[0])
+        rows += [[name, round(g, 1), str(c)] for g, c in results[:5]]
+        del sets
+        cp.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+def main() -> None:
+    import sys
+    do_sweep = "--sweep" in sys.argv
+    out = parse_out()
+    copy_gbs = copy_bandwidth_gbs()
+    records: list = []
+    print_table(f"segmented sum float32, GB/s of input read (steady state); copy {copy_gbs:.0f} "
+                f"GB/s read + written",
+                ["case", "tilecore", "int32 offs", "cub", "torch", "cupy", "x cub", "x torch",
+                 "of copy"], sums(copy_gbs, records))
+    print_table("operators (int64 offsets), GB/s, and relative to the sum",
+                ["case", "op", "GB/s", "of sum"], operators(records))
+    if do_sweep:
+        print_table("policy sweep: the best 5 candidates per case", ["case", "GB/s", "policy"],
+                    sweep(records))
+    path = write_json(out, "segmented_reduce", {**device_info(), "copy_gbs": copy_gbs,
+                                                "cuda_compute": cc is not None,
+                                                "results": records})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

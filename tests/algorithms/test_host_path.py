@@ -1,0 +1,219 @@
+"""The cached host path of DeviceReduce and the convenience layer (CPU side,
+no timing): a repeated call of a known signature builds no plan, ingests no
+argument through `describe` and makes the same launches as the general path;
+anything unusual (bad arguments, a new policy or tuning directory) goes back
+to the general path, with its errors."""
+import numpy as np
+import pytest
+
+import tilecore as ct
+import tilecore.algorithms as A
+from tilecore.algorithms import DeviceReduce as R
+from tilecore.algorithms import convenience as C
+from tilecore.algorithms import reduce as RM
+from tilecore.runtime import DeviceArray
+from algo_helpers import small
+
+pytestmark = pytest.mark.interpreter_only
+
+
+class Recorder:
+    """Stands in for tilecore.launch: records each launch, runs nothing."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, stream, grid, kernel, args):
+        self.calls.append((stream, tuple(grid), kernel, tuple(map(_fingerprint, args))))
+
+
+def _fingerprint(a):
+    if isinstance(a, np.ndarray):
+        return ("array", a.__array_interface__["data"][0], a.shape, a.dtype.str)
+    return a
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    rec = Recorder()
+    monkeypatch.setattr(ct, "launch", rec)
+    return rec
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Counts argument ingestion (`describe`) and policy selection."""
+    counts = {"describe": 0, "policy": 0}
+
+    def wrap(name, fn):
+        def counting(*a, **k):
+            counts[name] += 1
+            return fn(*a, **k)
+        return counting
+    monkeypatch.setattr(RM, "describe", wrap("describe", RM.describe))
+    monkeypatch.setattr(RM, "select_reduce_policy", wrap("policy", RM.select_reduce_policy))
+    monkeypatch.setattr(C, "describe", wrap("describe", C.describe))
+    return counts
+
+
+def _same_work(calls):
+    return all(c == calls[0] for c in calls)
+
+
+@pytest.mark.parametrize("n", [1000, 3001])  # the single-block path, two passes (SMALL policy)
+def test_cached_two_phase_calls_do_not_replan_or_reingest(launches, counted, n):
+    x = np.random.default_rng(0).random(n).astype(np.float32)
+    out = np.zeros(1, np.float32)
+    v, i = np.zeros(1, np.float32), np.zeros(1, np.int64)
+    with small():
+        temp = np.zeros(max(R.sum(None, x, out, n), R.arg_max(None, x, v, i, n)), np.uint8)
+        calls = [lambda: R.sum(temp, x, out, n), lambda: R.min(temp, x, out, n),
+                 lambda: R.arg_max(temp, x, v, i, n),
+                 lambda: R.reduce(temp, x, out, n, "mul", np.float32(1)),
+                 lambda: R.transform_reduce(temp, x, out, n, "add", np.negative, 0.0)]
+        for call in calls:  # the general path, once per signature
+            call()
+        made, seen = RM.plans_made[0], dict(counted)
+        for call in calls:
+            launches.calls.clear()
+            for _ in range(5):
+                call()
+            per_call = len(launches.calls) // 5
+            assert per_call == (1 if n <= 200 else 2)
+            assert _same_work([launches.calls[k::per_call] for k in range(per_call)][0])
+        assert RM.plans_made[0] == made, "a cached call built a plan"
+        assert counted == seen, "a cached call re-ingested arguments or re-selected a policy"
+
+
+def test_cached_and_general_paths_launch_the_same(launches, monkeypatch):
+    x = np.arange(3001, dtype=np.float64)
+    out = np.zeros(1, np.float64)
+    with small():
+        temp = np.zeros(R.sum(None, x, out, 3001), np.uint8)
+        R.sum(temp, x, out, 3001)
+        general = list(launches.calls)
+        launches.calls.clear()
+        R.sum(temp, x, out, 3001)
+        assert launches.calls == general
+        # and with the cache forgotten, the general path makes the same launches again
+        monkeypatch.setattr(RM, "_sigs", {})
+        launches.calls.clear()
+        R.sum(temp, x, out, 3001)
+        assert launches.calls == general
+
+
+def test_cached_results_are_exact_and_bit_identical():
+    x = np.random.default_rng(1).standard_normal(3001).astype(np.float32)
+    out = np.zeros(1, np.float32)
+    with small():
+        temp = np.zeros(R.sum(None, x, out, x.size), np.uint8)
+        got = []
+        for _ in range(3):
+            out[0] = 7
+            R.sum(temp, x, out, x.size)
+            got.append(out.copy())
+        assert got[0] == got[1] == got[2]
+        assert abs(float(got[0][0]) - x.astype(np.float64).sum()) < 1e-3
+        v, i = np.zeros(1, np.float32), np.zeros(1, np.int64)
+        for _ in range(2):
+            R.arg_min(np.zeros(4096, np.uint8), x, v, i, x.size)
+            assert i[0] == x.argmin() and v[0] == x.min()
+
+
+@pytest.mark.parametrize("call, exc, message", [
+    (lambda x, o, t: R.sum(t, x, o, 11), ValueError, '"num_items": 11 items is more than'),
+    (lambda x, o, t: R.sum(t, x, o, -1), ValueError, '"num_items": expected a count >= 0'),
+    (lambda x, o, t: R.sum(t, x, o, 2.0), TypeError, '"num_items": expected an int'),
+    (lambda x, o, t: R.sum(t, x.reshape(2, 5), o, 4), ValueError, '"d_in": expected a 1-d'),
+    (lambda x, o, t: R.sum(t, x, o[:0], 4), ValueError, '"d_out": expected an array of at least'),
+    (lambda x, o, t: R.sum(np.zeros(4, np.uint8)[::2], x, o, 4), ValueError,
+     '"temp_storage": expected a writable C-contiguous array'),
+    (lambda x, o, t: R.sum(np.zeros(0, np.uint8), x, o, 4), ValueError,
+     '"temp_storage": the temporary storage is too small: expected at least 1 bytes, got 0'),
+    (lambda x, o, t: R.sum([0] * 64, x, o, 4), TypeError, '"temp_storage": expected an array'),
+    (lambda x, o, t: R.reduce(t, x, o, 4, "add", "zero"), TypeError,
+     '"init": expected a number, got str'),
+])
+def test_errors_after_a_signature_is_cached(launches, call, exc, message):
+    x = np.arange(10, dtype=np.float64)
+    out = np.full(1, 42, np.float64)
+    temp = np.zeros(4096, np.uint8)
+    R.sum(temp, x, out, 10)
+    R.reduce(temp, x, out, 10, "add", 0.0)
+    launches.calls.clear()
+    with pytest.raises(exc, match=message):
+        call(x, out, temp)
+    assert launches.calls == [] and out[0] == 42
+
+
+def test_unusual_arguments_take_the_general_path(launches):
+    x = np.arange(10, dtype=np.float32)
+    out = np.zeros(1, np.float32)
+    temp = np.zeros(64, np.uint8)
+    R.sum(temp, x, out, 10)
+    assert R.sum(temp, x, out, np.int64(10)) == 1          # a NumPy count
+    assert R.sum(temp, x, np.zeros((), np.float32), 3) == 1  # a 0-d output
+    assert R.sum(temp.view(np.float64), x, out, 10) == 1  # another temp dtype
+    assert R.reduce(temp, x, out, 10, "add", np.float64(1)) == 1  # another init dtype
+    assert len(launches.calls) == 5
+
+
+def test_policy_override_and_tuning_dir_rebuild_the_plan(launches, monkeypatch, tmp_path):
+    x = np.arange(3001, dtype=np.float32)
+    out = np.zeros(1, np.float32)
+    temp = np.zeros(1 << 16, np.uint8)
+    R.sum(temp, x, out, 3001)
+    made = RM.plans_made[0]
+    R.sum(temp, x, out, 3001)
+    assert RM.plans_made[0] == made and launches.calls[-1][1] == (1,)  # one block by default
+    with small():
+        R.sum(temp, x, out, 3001)
+        assert RM.plans_made[0] == made + 1
+        assert launches.calls[-2][1] != (1,)  # two passes under the small policy
+    monkeypatch.setenv("TILECORE_TUNING_DIR", str(tmp_path))
+    R.sum(temp, x, out, 3001)
+    assert RM.plans_made[0] == made + 2
+
+
+def test_convenience_cached_path_allocates_only_the_result(launches, counted, monkeypatch):
+    x = np.random.default_rng(2).random((30, 100)).astype(np.float32)
+    with small():
+        for f in (A.sum, A.argmax):
+            f(x)
+        made, seen, buffers = RM.plans_made[0], dict(counted), dict(C._temp)
+        queries = []
+        monkeypatch.setattr(C, "_call", lambda *a: queries.append(a))
+        launches.calls.clear()
+        results = [f(x) for f in (A.sum, A.argmax) for _ in range(3)]
+    assert queries == [], "a cached convenience call took the general path"
+    assert RM.plans_made[0] == made and counted == seen
+    assert C._temp.keys() == buffers.keys() and all(C._temp[k] is buffers[k] for k in buffers)
+    assert all(r.shape == () for r in results)
+    assert results[0].dtype == np.float32 and results[3].dtype == np.int64
+    assert len({id(r) for r in results}) == len(results)  # a new result each call
+    assert len(launches.calls) == 6 * 2  # two passes each (3000 items, SMALL policy)
+
+
+def test_convenience_cached_results():
+    x = np.random.default_rng(3).standard_normal(5000).astype(np.float32)
+    with small():
+        for _ in range(3):
+            assert abs(float(A.sum(x)) - x.astype(np.float64).sum()) < 1e-3
+            assert int(A.argmin(x)) == x.argmin() and int(A.argmax(x)) == x.argmax()
+            assert A.min(x) == x.min() and A.max(x) == x.max()
+        xi = np.arange(-50, 50, dtype=np.int8)
+        for _ in range(2):
+            s = A.sum(xi)
+            assert s.dtype == np.int64 and int(s) == -50
+
+
+def test_device_arrays_have_cached_accessors():
+    from tilecore.algorithms.hostpath import lib_of
+    lib = lib_of(DeviceArray(4096, (10,), (1,), ct.float32, 0))
+    assert lib is not None and not lib.host
+    assert lib.vec(DeviceArray(4096, (10,), (1,), ct.float32, 0)) == 10
+    assert lib.vec(DeviceArray(4096, (2, 5), (5, 1), ct.float32, 0)) == -1
+    assert lib.temp(DeviceArray(4096, (10,), (2,), ct.float32, 0)) == -1
+    assert lib.temp(DeviceArray(4096, (10,), (1,), ct.float32, 0, True)) == -1
+    assert lib.temp(DeviceArray(4096, (10,), (1,), ct.float32, 0)) == 40
+    assert lib_of([1, 2]) is None and lib_of(np.zeros(2)).host

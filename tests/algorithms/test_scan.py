@@ -1,0 +1,332 @@
+"""DeviceScan on the interpreter against sequential NumPy references: every
+entry point, every dtype, sizes around the tile, both policy modes (single
+pass, reduce-then-scan), a non-commutative user operator, by-key runs,
+in-place scans, the two-phase protocol and the errors (nothing written).
+
+A small policy (64-item tiles) makes the interpreter run many tiles; every
+launch is also compiled for sm_80 and sm_90 and, on a GPU machine, replayed
+there with its outputs compared bit for bit for integers (the suite's
+conftest). Float data are small integers, so every float sum is exact in any
+order and the replay's comparison of status words is exact too."""
+import operator
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from tilecore.algorithms import DeviceScan as S, cumsum
+from tilecore.dispatch import override_policy
+
+TILE = 64
+SINGLE_PASS = dict(block_threads=32, items_per_thread=2, mode=0, blocks_per_sm=2)
+REDUCE_THEN_SCAN = dict(block_threads=32, items_per_thread=2, mode=1, blocks_per_sm=2)
+SIZES = [0, 1, 2, 31, 32, 33, TILE - 1, TILE, TILE + 1, 2 * TILE + 5, 3001]
+INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+FLOATS = [np.float16, ml_dtypes.bfloat16, np.float32, np.float64]
+RNG = np.random.default_rng(77)
+
+
+def run(method, *args, mode=SINGLE_PASS):
+    """The two-phase call under a small policy: size query, then the run with
+    a buffer of exactly that size."""
+    with override_policy("scan", **mode):
+        nbytes = method(None, *args)
+        assert isinstance(nbytes, int) and nbytes >= 1
+        assert method(np.zeros(nbytes, np.uint8), *args) == nbytes
+    return nbytes
+
+
+def small_ints(dtype, n, lo=-20, hi=20):
+    dt = np.dtype(dtype)
+    if dt.kind == "u":
+        lo = 0
+    return RNG.integers(lo, hi, n).astype(dtype)
+
+
+def seq_scan(x, f, init=None, exclusive=False):
+    """Sequential reference: out[i] = init f x[0] f ... f x[i] (exclusive: up to i-1)."""
+    out, acc = [], init
+    for v in x:
+        if exclusive:
+            out.append(acc)
+        acc = v if acc is None else f(acc, v)
+        if not exclusive:
+            out.append(acc)
+    return out
+
+
+def affine(p, q):
+    """x -> a*x + b maps, (a, b) packed as 16-bit halves of a uint32, composed
+    p then q (mod 2**16): associative and not commutative."""
+    return ((((p >> 16) * (q >> 16)) & 0xFFFF) << 16) | \
+        (((q >> 16) * (p & 0xFFFF) + (q & 0xFFFF)) & 0xFFFF)
+
+
+def affine_ref(p, q):
+    return int(affine(np.uint64(p), np.uint64(q)))
+
+
+def user_add(a, b):
+    return a + b
+
+
+def take_last(a, b):
+    return b - b + b
+
+
+# --- sums --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", [SINGLE_PASS, REDUCE_THEN_SCAN], ids=["single", "rts"])
+@pytest.mark.parametrize("n", SIZES)
+def test_sums_float32_sizes(n, mode):
+    x = small_ints(np.float32, n)
+    for method, want in ((S.inclusive_sum, np.cumsum(x)),
+                         (S.exclusive_sum, np.concatenate([[0], np.cumsum(x)[:-1]])[:n])):
+        y = np.full(n + 3, 7, np.float32)
+        run(method, x, y, n, mode=mode)
+        np.testing.assert_array_equal(y[:n], want)
+        np.testing.assert_array_equal(y[n:], 7)                    # nothing past num_items
+
+
+@pytest.mark.parametrize("dtype", INTS + FLOATS, ids=lambda d: np.dtype(d).name)
+def test_inclusive_sum_every_dtype(dtype):
+    """CUB's accumulator (in + in: narrow integers in int32, narrow floats in
+    float32), converted to the output's dtype."""
+    n = 700
+    x = small_ints(dtype, n, -3, 4)
+    y = np.zeros(n, dtype)
+    run(S.inclusive_sum, x, y, n)
+    acc = np.int32 if np.dtype(dtype).kind in "iu" and np.dtype(dtype).itemsize < 4 else \
+        np.float64 if np.dtype(dtype).kind not in "iu" else dtype
+    with np.errstate(over="ignore"):
+        want = np.cumsum(x.astype(acc), dtype=acc).astype(dtype)
+    np.testing.assert_array_equal(y.astype(np.float64), want.astype(np.float64))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint32, np.int64, np.float64],
+                         ids=lambda d: np.dtype(d).name)
+def test_exclusive_sum_dtypes(dtype):
+    n = 500
+    x = small_ints(dtype, n, -3, 4)
+    y = np.zeros(n, dtype)
+    run(S.exclusive_sum, x, y, n)
+    acc = np.int32 if np.dtype(dtype).itemsize < 4 else dtype
+    with np.errstate(over="ignore"):
+        want = np.concatenate([[0], np.cumsum(x.astype(acc), dtype=acc)[:-1]]).astype(dtype)
+    np.testing.assert_array_equal(y, want)
+
+
+def test_narrow_sums_wrap_in_int32_and_convert():
+    x = np.full(300, 100, np.int8)
+    y = np.zeros(300, np.int32)
+    run(S.inclusive_sum, x, y, 300)
+    np.testing.assert_array_equal(y, 100 * np.arange(1, 301))    # int32 accumulator: exact
+
+
+@pytest.mark.parametrize("mode", [SINGLE_PASS, REDUCE_THEN_SCAN], ids=["single", "rts"])
+def test_in_place(mode):
+    x = small_ints(np.float32, 1000)
+    for method, want in ((S.inclusive_sum, np.cumsum(x)),
+                         (S.exclusive_sum, np.concatenate([[0], np.cumsum(x)[:-1]]))):
+        z = x.copy()
+        run(method, z, z, z.size, mode=mode)
+        np.testing.assert_array_equal(z, want)
+
+
+def test_in_place_wide_values():
+    x = small_ints(np.int64, 900)
+    z = x.copy()
+    run(S.exclusive_scan, z, z, "max", np.int64(-5), z.size)
+    np.testing.assert_array_equal(z, seq_scan(x, max, -5, exclusive=True))
+
+
+# --- operators ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("op,f", [("mul", operator.mul), ("min", min), ("max", max),
+                                  ("and", operator.and_), ("or", operator.or_),
+                                  ("xor", operator.xor)])
+def test_well_known_ops_int32(op, f):
+    n = 600
+    x = RNG.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32) if op != "mul" else \
+        RNG.choice(np.array([-1, 1, 1, 3], np.int32), n)
+    y = np.zeros(n, np.int32)
+    run(S.inclusive_scan, x, y, op, n)
+    want = seq_scan([int(v) for v in x], lambda a, b: (f(a, b) + 2**31) % 2**32 - 2**31)
+    np.testing.assert_array_equal(y, np.array(want, np.int64))
+
+
+def test_min_max_float_ignore_nan():
+    x = small_ints(np.float32, 400)
+    x[::7] = np.nan
+    x[0] = 3.0
+    for op, f in (("min", np.fmin), ("max", np.fmax)):
+        y = np.zeros_like(x)
+        run(S.inclusive_scan, x, y, op, x.size)
+        np.testing.assert_array_equal(y, f.accumulate(x))
+
+
+@pytest.mark.parametrize("mode", [SINGLE_PASS, REDUCE_THEN_SCAN], ids=["single", "rts"])
+def test_non_commutative_user_op(mode):
+    """Affine maps composed in order: any reordering of the operands changes the result."""
+    n = 2000
+    x = RNG.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    y = np.zeros_like(x)
+    run(S.inclusive_scan, x, y, affine, n, mode=mode)
+    np.testing.assert_array_equal(y, seq_scan([int(v) for v in x], affine_ref))
+    init = np.uint32((3 << 16) | 5)
+    run(S.exclusive_scan, x, y, affine, init, n, mode=mode)
+    np.testing.assert_array_equal(y, seq_scan([int(v) for v in x], affine_ref, int(init), True))
+    run(S.inclusive_scan_init, x, y, affine, init, n, mode=mode)
+    np.testing.assert_array_equal(y, seq_scan([int(v) for v in x], affine_ref, int(init)))
+
+
+def test_user_op_float_and_take_last():
+    x = small_ints(np.float32, 333)
+    y = np.zeros_like(x)
+    run(S.inclusive_scan, x, y, user_add, x.size)
+    np.testing.assert_array_equal(y, np.cumsum(x))
+    run(S.inclusive_scan, x, y, take_last, x.size)
+    np.testing.assert_array_equal(y, x)
+
+
+def test_init_accumulator_types():
+    """inclusive_scan_init / exclusive_scan accumulate in init's dtype (a NumPy
+    scalar), or d_out's for a Python number."""
+    x = np.full(300, 100, np.int8)
+    y = np.zeros(300, np.int64)
+    run(S.inclusive_scan_init, x, y, "add", np.int64(2**40), 300)
+    np.testing.assert_array_equal(y, 2**40 + 100 * np.arange(1, 301))
+    y16 = np.zeros(300, np.int16)
+    run(S.exclusive_scan, x, y16, operator.add, 1, 300)            # int16 accumulator: wraps
+    want = (1 + 100 * np.arange(300)).astype(np.int64).astype(np.int16)
+    np.testing.assert_array_equal(y16, want)
+
+
+# --- by key ------------------------------------------------------------------------------------
+def runs_of(n, max_run=20):
+    keys = np.repeat(np.arange(n), RNG.integers(1, max_run, n))[:n]
+    return keys.astype(np.int32)
+
+
+def by_key_ref(keys, x, f, init=None, exclusive=False):
+    out = []
+    start = 0
+    for i in range(1, len(keys) + 1):
+        if i == len(keys) or keys[i] != keys[i - 1]:
+            out += seq_scan(list(x[start:i]), f, init, exclusive)
+            start = i
+    return out
+
+
+def same_parity(a, b):
+    return (a % 2) == (b % 2)
+
+
+@pytest.mark.parametrize("mode", [SINGLE_PASS, REDUCE_THEN_SCAN], ids=["single", "rts"])
+def test_by_key_sums(mode):
+    n = 1500
+    keys = runs_of(n)
+    keys[200:400] = 9999                                              # a run over several tiles
+    x = small_ints(np.float32, n)
+    y = np.zeros_like(x)
+    run(S.inclusive_sum_by_key, keys, x, y, n, mode=mode)
+    np.testing.assert_array_equal(y, by_key_ref(keys, x, operator.add))
+    run(S.exclusive_sum_by_key, keys, x, y, n, mode=mode)
+    np.testing.assert_array_equal(y, by_key_ref(keys, x, operator.add, 0.0, True))
+
+
+def test_by_key_user_op_and_equality():
+    n = 900
+    keys = RNG.integers(0, 6, n).astype(np.int64)
+    x = RNG.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    y = np.zeros_like(x)
+    run(S.inclusive_scan_by_key, keys, x, y, affine, n, same_parity)
+    parity = keys % 2
+    np.testing.assert_array_equal(y, by_key_ref(parity, [int(v) for v in x], affine_ref))
+    init = np.uint32(1 << 16)
+    run(S.exclusive_scan_by_key, keys, x, y, affine, init, n)
+    np.testing.assert_array_equal(y, by_key_ref(keys, [int(v) for v in x], affine_ref,
+                                                int(init), True))
+
+
+def test_by_key_wide_values_in_place():
+    n = 700
+    keys = runs_of(n)
+    x = small_ints(np.float64, n)
+    z = x.copy()
+    run(S.inclusive_sum_by_key, keys, z, z, n)
+    np.testing.assert_array_equal(z, by_key_ref(keys, x, operator.add))
+
+
+# --- the two-phase protocol and errors ---------------------------------------------------------
+def test_zero_items_writes_nothing_and_asks_one_byte_or_more():
+    x = np.ones(5, np.float32)
+    y = np.full(5, 7, np.float32)
+    for method in (S.inclusive_sum, S.exclusive_sum):
+        run(method, x, y, 0)
+    np.testing.assert_array_equal(y, 7)
+
+
+def test_temp_storage_size_is_stable_and_small():
+    x = np.zeros(10**6, np.float32)
+    with override_policy("scan", block_threads=128, items_per_thread=64):
+        nbytes = S.inclusive_sum(None, x, x, x.size)
+    assert nbytes == S.inclusive_sum(None, x, np.zeros_like(x), x.size) <= 4 * 256 + 8 * 1024
+
+
+def test_errors_name_the_problem_and_write_nothing():
+    x = small_ints(np.float32, 300)
+    y = np.full(300, 7, np.float32)
+    with override_policy("scan", **SINGLE_PASS):
+        nbytes = S.inclusive_sum(None, x, y, 300)
+        with pytest.raises(ValueError, match=f"expected at least {nbytes} bytes"):
+            S.inclusive_sum(np.zeros(nbytes - 1, np.uint8), x, y, 300)
+        with pytest.raises(ValueError, match='"num_items": 301 items is more than "d_in"'):
+            S.inclusive_sum(np.zeros(nbytes, np.uint8), x, y, 301)
+        with pytest.raises(ValueError, match=r'"num_items": 300 items is more than "d_out"'):
+            S.inclusive_sum(np.zeros(nbytes, np.uint8), x, y[:100], 300)
+        with pytest.raises(ValueError, match="count >= 0"):
+            S.inclusive_sum(None, x, y, -1)
+        with pytest.raises(TypeError, match='operator "xor" needs an integer'):
+            S.inclusive_scan(None, x, y, "xor", 300)
+        with pytest.raises(TypeError, match='"op"'):
+            S.inclusive_scan(None, x, y, "sub", 300)
+        with pytest.raises(ValueError, match="overlaps"):
+            S.inclusive_sum(np.zeros(nbytes, np.uint8), y[1:], y[:-1], 299)
+        with pytest.raises(ValueError, match='"d_values_out": it is "d_keys_in"'):
+            k = np.zeros(300, np.float32)
+            S.inclusive_sum_by_key(np.zeros(4096, np.uint8), k, x, k, 300)
+        with pytest.raises(TypeError, match="lambda"):
+            S.inclusive_scan(None, x, y, lambda a, b: a + b, 300)
+        with pytest.raises(TypeError, match='"equality_op"'):
+            S.inclusive_sum_by_key(None, x, x, y, 300, "==")
+        with pytest.raises(TypeError, match='"d_in"'):
+            S.inclusive_sum(None, [1, 2], y, 2)
+        with pytest.raises(TypeError, match='"init"'):
+            S.exclusive_scan(None, x, y, "add", "zero", 300)
+    np.testing.assert_array_equal(y, 7)
+
+
+# --- convenience -------------------------------------------------------------------------------
+def test_cumsum_follows_numpy():
+    x = small_ints(np.int8, 500).reshape(20, 25)
+    f = small_ints(np.float32, 100)
+    with override_policy("scan", **SINGLE_PASS):
+        got = cumsum(x)
+        excl = cumsum(f, exclusive=True)
+    assert got.dtype == np.int64 and got.shape == (500,)
+    np.testing.assert_array_equal(got, np.cumsum(x))
+    np.testing.assert_array_equal(excl, np.concatenate([[0], np.cumsum(f)[:-1]]).astype(np.float32))
+
+
+# --- policy --------------------------------------------------------------------------------------
+def test_policy_tables_and_overrides():
+    from tilecore.dispatch.scan_policy import select_scan_policy
+    from tilecore.tunings import TuningError
+    key = dict(value_size=4, accum="float32", op="add", offset_size=4, by_key=False)
+    p90 = select_scan_policy(90, key)
+    assert (p90.tile_items, p90.mode) == (8192, 0) and "sm_90.yaml" in p90.source
+    assert "sm_80.yaml" in select_scan_policy(86, key).source
+    assert select_scan_policy(70, key).source == "built-in"
+    assert select_scan_policy(120, {**key, "op": "user"}).items_per_thread == 32
+    with pytest.raises(TuningError, match="'mode': expected a value in 0..1, got 2"):
+        with override_policy("scan", mode=2):
+            pass

@@ -1,0 +1,149 @@
+"""DeviceScan on the GPU (CuPy arrays) with the shipped policies: sums
+against NumPy at the issue's sizes, bit-identical output over repeated runs
+(float sums included, both modes), wide values, a non-commutative user
+operator, by-key runs, in place, 2**31 + 5 items, CUDA graph capture and
+PyTorch tensors."""
+import numpy as np
+import pytest
+
+from tilecore.algorithms import DeviceScan as S, cumsum
+from tilecore.dispatch import override_policy
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def cp():
+    return pytest.importorskip("cupy")
+
+
+def run(cp, method, *args, stream=None):
+    nbytes = method(None, *args, stream=stream)
+    temp = cp.empty(nbytes, cp.uint8)
+    assert method(temp, *args, stream=stream) == nbytes
+    return temp
+
+
+def affine(p, q):
+    return ((((p >> 16) * (q >> 16)) & 0xFFFF) << 16) | \
+        (((q >> 16) * (p & 0xFFFF) + (q & 0xFFFF)) & 0xFFFF)
+
+
+def _float_ok(x, got, exclusive=False):
+    x64 = x.astype(np.float64)
+    exact = np.cumsum(x64)
+    bound = x.size * 2.0 ** -24 * np.cumsum(np.abs(x64)) + 1e-30
+    if exclusive:
+        exact, bound = np.concatenate([[0], exact[:-1]]), np.concatenate([[0], bound[:-1]])
+    assert (np.abs(got.astype(np.float64) - exact) <= bound).all()
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+@pytest.mark.parametrize("n", [1, 2**10 + 1, 2**20 + 7, 2**24, 10**6 + 3])
+def test_sums(cp, n, dtype, exclusive):
+    rng = np.random.default_rng(n)
+    x = rng.integers(-2**30, 2**30, n).astype(np.int32) if dtype == np.int32 else \
+        rng.standard_normal(n).astype(np.float32)
+    y = cp.zeros(n, dtype)
+    run(cp, S.exclusive_sum if exclusive else S.inclusive_sum, cp.asarray(x), y, n)
+    got = cp.asnumpy(y)
+    if dtype == np.int32:
+        want = np.cumsum(x, dtype=np.int64).astype(np.int32)
+        if exclusive:
+            want = np.concatenate([[0], want[:-1]]).astype(np.int32)
+        np.testing.assert_array_equal(got, want)
+    else:
+        _float_ok(x, got, exclusive)
+
+
+@pytest.mark.parametrize("mode", [0, 1])
+@pytest.mark.parametrize("method", ["inclusive_sum", "exclusive_sum"])
+def test_float_sums_bit_identical_run_to_run(cp, method, mode):
+    """The issue's determinism: 20 runs of a float32 sum over 2^22 + 3 random
+    normals (513 tiles, many concurrent look-backs) give the same bits."""
+    x = cp.asarray(np.random.default_rng(5).standard_normal(2**22 + 3).astype(np.float32))
+    with override_policy("scan", mode=mode):
+        first = None
+        for _ in range(20):
+            y = cp.zeros_like(x)
+            run(cp, getattr(S, method), x, y, x.size)
+            got = cp.asnumpy(y).view(np.uint32)
+            if first is None:
+                first = got
+                _float_ok(cp.asnumpy(x), got.view(np.float32), method == "exclusive_sum")
+            else:
+                np.testing.assert_array_equal(got, first)
+
+
+def test_wide_values_float64_and_int64(cp):
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal(2**22 + 5)
+    y = cp.zeros(x.size, cp.float64)
+    run(cp, S.exclusive_sum, cp.asarray(x), y, x.size)
+    np.testing.assert_allclose(cp.asnumpy(y)[1:], np.cumsum(x)[:-1], rtol=1e-9, atol=1e-9)
+    i = rng.integers(-2**40, 2**40, 2**22 + 5)
+    yi = cp.zeros(i.size, cp.int64)
+    run(cp, S.inclusive_scan, cp.asarray(i), yi, "max", i.size)
+    np.testing.assert_array_equal(cp.asnumpy(yi), np.maximum.accumulate(i))
+
+
+def test_non_commutative_user_op(cp):
+    x = np.random.default_rng(3).integers(0, 2**32, 2**21 + 9, dtype=np.uint64).astype(np.uint32)
+    y = cp.zeros_like(cp.asarray(x))
+    run(cp, S.inclusive_scan, cp.asarray(x), y, affine, x.size)
+    # the reference: compose in order, vectorized by doubling (a NumPy Hillis-Steele scan)
+    ref = x.astype(np.uint64)
+    d = 1
+    while d < ref.size:
+        ref = np.concatenate([ref[:d], affine(ref[:-d], ref[d:])])
+        d *= 2
+    np.testing.assert_array_equal(cp.asnumpy(y), ref.astype(np.uint32))
+
+
+def test_by_key_and_in_place(cp):
+    rng = np.random.default_rng(4)
+    n = 2**22 + 1
+    keys = np.repeat(np.arange(n), rng.integers(1, 3000, n))[:n].astype(np.int32)
+    v = rng.integers(-100, 100, n).astype(np.int32)
+    z = cp.asarray(v)
+    run(cp, S.inclusive_sum_by_key, cp.asarray(keys), z, z, n)
+    c = np.cumsum(v, dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+    base = np.repeat(c[starts] - v[starts], np.diff(np.concatenate([starts, [n]])))
+    np.testing.assert_array_equal(cp.asnumpy(z), (c - base).astype(np.int32))
+
+
+def test_2_pow_31_plus_5_items(cp):
+    n = 2**31 + 5
+    x = cp.ones(n, cp.int8)
+    run(cp, S.inclusive_sum, x, x, n)            # in place; int32 accumulator wraps, as CUB's
+    for i in (0, 1, 2**31 - 2, 2**31 - 1, 2**31, n - 1):
+        assert int(x[i]) == np.int64(i + 1).astype(np.int8)
+
+
+def test_cuda_graph_capture_and_replay(cp):
+    n = 2**20 + 3
+    x, y = cp.zeros(n, cp.int32), cp.zeros(n, cp.int32)
+    temp = cp.empty(S.exclusive_sum(None, x, y, n), cp.uint8)
+    stream = cp.cuda.Stream(non_blocking=True)
+    S.exclusive_sum(temp, x, y, n, stream=stream)   # compile and load outside the capture
+    stream.synchronize()
+    with stream:
+        stream.begin_capture()
+        S.exclusive_sum(temp, x, y, n, stream=stream)
+        graph = stream.end_capture()
+    for seed in range(3):
+        h = np.random.default_rng(seed).integers(-9, 9, n).astype(np.int32)
+        x.set(h)
+        graph.launch(stream)
+        stream.synchronize()
+        np.testing.assert_array_equal(cp.asnumpy(y)[1:], np.cumsum(h)[:-1].astype(np.int32))
+
+
+def test_torch_tensors_and_cumsum():
+    torch = pytest.importorskip("torch")
+    x = torch.randint(-5, 5, (3, 100_001), device="cuda", dtype=torch.int32)
+    got = cumsum(x)
+    assert got.dtype == torch.int64 and got.device == x.device
+    assert torch.equal(got, torch.cumsum(x.reshape(-1), 0))

@@ -1,0 +1,413 @@
+"""DeviceSegmentedReduce on the interpreter against NumPy (float64 references
+for float sums, exact for integers): every entry point, both kernels (rows:
+several segments per block; long: aligned tiles, one or several blocks per
+segment), dtypes, empty/one-item/long/uneven/overlapping/unordered segments,
+int32 and int64 offsets, NaN and ties, the two-phase protocol and argument
+errors. Small policies (a 64-item rows tile, 32-item long tiles) make the
+interpreter run many blocks on small inputs; every launch is also compiled for
+sm_80 and sm_90 (the suite's conftest)."""
+import operator
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tilecore as ct
+import tilecore.algorithms as A
+from tilecore.algorithms import DeviceSegmentedReduce as S
+from tilecore.dispatch import override_policy
+from tilecore.dispatch.segmented_policy import choose_shape, select_segmented_policy
+
+RNG = np.random.default_rng(4321)
+INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+FLOATS = [np.float16, ml_dtypes.bfloat16, np.float32, np.float64]
+_BASE = dict(block_threads=32, rows_items_per_thread=2, min_row_items=4, long_items_per_thread=1)
+POLICIES = {
+    "rows": dict(_BASE, long_min_avg_items=1 << 30, split_min_blocks_per_sm=0),
+    "long": dict(_BASE, long_min_avg_items=1, split_min_blocks_per_sm=0),
+    "split": dict(_BASE, long_min_avg_items=1, split_min_blocks_per_sm=64),
+}
+
+
+def policy(name):
+    return override_policy("segmented_reduce", **POLICIES[name])
+
+
+def run(method, *args):
+    """The two-phase call: size query, then the run with a buffer of exactly that size."""
+    nbytes = method(None, *args)
+    assert isinstance(nbytes, int) and nbytes >= 1
+    temp = np.zeros(nbytes, np.uint8)
+    assert method(temp, *args) == nbytes
+    return nbytes
+
+
+def data(dtype, n, lo=-100, hi=100):
+    dt = np.dtype(dtype)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return RNG.integers(max(lo, info.min), min(hi, info.max), n, endpoint=True).astype(dt)
+    return RNG.uniform(lo, hi, n).astype(dt)
+
+
+def offsets(lengths, dtype=np.int64):
+    return np.concatenate([[0], np.cumsum(lengths)]).astype(dtype)
+
+
+# Segment lengths: empty, one item, shorter and longer than the small tiles, uneven.
+UNEVEN = [0, 1, 5, 0, 31, 32, 33, 64, 65, 200, 0, 3, 130, 1, 97]
+
+
+def ref_fold(x, begins, ends, fold, empty):
+    return [fold(x[b:e]) if e > b else empty for b, e in zip(begins, ends)]
+
+
+def assert_sums(out, x, begins, ends, out_dtype):
+    eps = float(ml_dtypes.finfo(np.float32 if np.dtype(out_dtype).itemsize <= 4
+                                else np.float64).eps)
+    for s, (b, e) in enumerate(zip(begins, ends)):
+        seg = x[b:e].astype(np.float64) if e > b else np.zeros(0)
+        bound = (np.log2(max(seg.size, 2)) + 4) * eps * np.abs(seg).sum() + \
+            float(ml_dtypes.finfo(out_dtype).eps) * np.abs(seg).sum()
+        assert abs(float(out[s]) - seg.sum()) <= bound, (s, b, e, out[s], seg.sum())
+
+
+# --- sum --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kernel", list(POLICIES))
+@pytest.mark.parametrize("odt", [np.int32, np.int64])
+def test_sum_uneven_segments_as_views_of_one_offsets_array(kernel, odt):
+    off = offsets(UNEVEN, odt)
+    x = data(np.float32, int(off[-1]))
+    out = np.full(len(UNEVEN) + 2, 7, np.float32)
+    with policy(kernel):
+        run(S.sum, x, out, len(UNEVEN), off[:-1], off[1:])
+    assert_sums(out, x, off[:-1], off[1:], np.float32)
+    assert (out[len(UNEVEN):] == 7).all()                      # nothing past num_segments
+
+
+@pytest.mark.parametrize("kernel", list(POLICIES))
+def test_sum_overlapping_unordered_and_inverted_segments(kernel):
+    x = data(np.float64, 1000)
+    begins = RNG.integers(0, 1000, 40)
+    ends = np.minimum(begins + RNG.integers(-20, 400, 40), 1000)   # some end before begin
+    begins[5], ends[5] = 0, 1000                                    # the whole input
+    out = np.zeros(40, np.float64)
+    with policy(kernel):
+        run(S.sum, x, out, 40, begins.astype(np.int64), ends.astype(np.int32))   # mixed dtypes
+    ref = [x[b:e].sum() if e > b else 0.0 for b, e in zip(begins, ends)]
+    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-9)
+
+
+def test_sum_zero_segments_writes_nothing_and_needs_one_byte():
+    out = np.full(3, 5, np.float32)
+    empty = np.zeros(0, np.int32)
+    assert run(S.sum, np.zeros(0, np.float32), out, 0, empty, empty) == 1
+    assert (out == 5).all()
+
+
+def test_sum_all_empty_segments_and_one_item():
+    x = data(np.int32, 10)
+    out = np.full(4, 9, np.int32)
+    b = np.array([3, 7, 9, 0], np.int32)
+    e = np.array([3, 8, 9, 0], np.int32)
+    run(S.sum, x, out, 4, b, e)
+    assert out.tolist() == [0, x[7], 0, 0]
+
+
+@pytest.mark.parametrize("dtype", INTS + FLOATS)
+def test_sum_every_dtype_with_cub_accumulator(dtype):
+    off = offsets(UNEVEN)
+    x = data(dtype, int(off[-1]), -2**62, 2**62) if np.dtype(dtype).kind in "iu" else \
+        data(dtype, int(off[-1]), -4, 4)
+    out = np.zeros(len(UNEVEN), dtype)
+    with policy("rows"):
+        run(S.sum, x, out, len(UNEVEN), off[:-1], off[1:])
+    if np.dtype(dtype).kind in "iu":
+        acc = np.int32 if np.dtype(dtype).itemsize < 4 else dtype   # C++ promotion
+        with np.errstate(over="ignore"):
+            ref = [x[b:e].sum(dtype=acc).astype(dtype) for b, e in zip(off[:-1], off[1:])]
+        assert out.tolist() == np.array(ref, dtype).tolist()
+    else:
+        assert_sums(out, x, off[:-1], off[1:], dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.float16, ml_dtypes.bfloat16,
+                                   np.float64])
+def test_sum_long_kernel_dtypes(dtype):
+    off = offsets([300, 0, 41, 1000, 7])
+    x = data(dtype, int(off[-1]), -4, 4)
+    out = np.zeros(5, np.int64 if np.dtype(dtype).kind in "iu" else dtype)
+    for kernel in ("long", "split"):
+        with policy(kernel):
+            run(S.sum, x, out, 5, off[:-1], off[1:])
+        if np.dtype(dtype).kind in "iu":
+            assert out.tolist() == [int(x[b:e].astype(np.int64).sum())
+                                    for b, e in zip(off[:-1], off[1:])]
+        else:
+            assert_sums(out, x, off[:-1], off[1:], dtype)
+
+
+def test_sum_narrow_floats_accumulate_in_float32():
+    x = np.ones(5000, np.float16)          # a float16 accumulator would stop at 2048
+    off = np.array([0, 5000], np.int32)
+    out = np.zeros(1, np.float16)
+    for kernel in ("rows", "long"):
+        with policy(kernel):
+            run(S.sum, x, out, 1, off[:-1], off[1:])
+        assert out[0] == np.float16(5000)
+
+
+def test_default_policy_short_and_long_segments():
+    """The shipped policy: 100 segments of ~128 items (rows, 16 x 128 tile), and
+    3 segments of 20000 items (long kernel split over 2 blocks each on the
+    interpreter's 2-SM stand-in)."""
+    lens = RNG.integers(100, 156, 100)
+    off = offsets(lens, np.int32)
+    x = data(np.float32, int(off[-1]), -1, 1)
+    out = np.zeros(100, np.float32)
+    assert run(S.sum, x, out, 100, off[:-1], off[1:]) == 1
+    assert_sums(out, x, off[:-1], off[1:], np.float32)
+    p = select_segmented_policy(90, {"value_size": 4, "op": "add", "accum": "float32",
+                                     "offset_size": 4})
+    assert choose_shape(p, 3, 60000, 2, True) == ("long", 1, 4096, 2)
+    off = offsets([20000, 20000, 20000])
+    x = data(np.float32, 60000, -1, 1)
+    out = np.zeros(3, np.float32)
+    assert run(S.sum, x, out, 3, off[:-1], off[1:]) > 1        # partials in temp storage
+    assert_sums(out, x, off[:-1], off[1:], np.float32)
+
+
+def test_deterministic_bits():
+    off = offsets(UNEVEN * 3)
+    x = data(np.float32, int(off[-1]), -1e6, 1e6)
+    for kernel in POLICIES:
+        a, b = np.zeros(45, np.float32), np.zeros(45, np.float32)
+        with policy(kernel):
+            run(S.sum, x, a, 45, off[:-1], off[1:])
+            run(S.sum, x, b, 45, off[:-1], off[1:])
+        assert a.tobytes() == b.tobytes()
+
+
+# --- min / max --------------------------------------------------------------------------------
+@pytest.mark.parametrize("kernel", ["rows", "long"])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint64, np.float16, np.float32])
+def test_min_max_with_cub_empty_values(kernel, dtype):
+    off = offsets(UNEVEN)
+    x = data(dtype, int(off[-1]))
+    lo, hi = np.zeros(len(UNEVEN), dtype), np.zeros(len(UNEVEN), dtype)
+    with policy(kernel):
+        run(S.min, x, lo, len(UNEVEN), off[:-1], off[1:])
+        run(S.max, x, hi, len(UNEVEN), off[:-1], off[1:])
+    info = np.iinfo(dtype) if np.dtype(dtype).kind in "iu" else ml_dtypes.finfo(dtype)
+    assert lo.tolist() == ref_fold(x, off[:-1], off[1:], np.min, info.max)
+    assert hi.tolist() == ref_fold(x, off[:-1], off[1:], np.max, info.min)
+
+
+@pytest.mark.parametrize("kernel", ["rows", "long"])
+def test_min_max_ignore_nan_as_cub(kernel):
+    off = offsets([50, 40, 0, 70])
+    x = data(np.float32, 160)
+    x[[0, 7, 49]] = np.nan
+    x[50:90] = np.nan                                         # an all-NaN segment
+    lo, hi = np.zeros(4, np.float32), np.zeros(4, np.float32)
+    with policy(kernel):
+        run(S.min, x, lo, 4, off[:-1], off[1:])
+        run(S.max, x, hi, 4, off[:-1], off[1:])
+    fmax = np.finfo(np.float32).max
+    assert lo.tolist() == [np.nanmin(x[:50]), fmax, fmax, np.nanmin(x[90:])]
+    assert hi.tolist() == [np.nanmax(x[:50]), -fmax, -fmax, np.nanmax(x[90:])]
+
+
+# --- arg_min / arg_max ------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.int8, np.uint32, np.float16, np.float64])
+def test_arg_min_max_ties_go_to_the_first(dtype):
+    off = offsets(UNEVEN, np.int32)
+    x = data(dtype, int(off[-1]), -5, 5)                       # many ties
+    n = len(UNEVEN)
+    v, i = np.zeros(n, dtype), np.zeros(n, np.int64)
+    with policy("rows"):
+        run(S.arg_min, x, v, i, n, off[:-1], off[1:])
+    info = np.iinfo(dtype) if np.dtype(dtype).kind in "iu" else ml_dtypes.finfo(dtype)
+    assert v.tolist() == ref_fold(x, off[:-1], off[1:], np.min, info.max)
+    assert i.tolist() == ref_fold(x, off[:-1], off[1:], np.argmin, 1)   # CUB: index 1 if empty
+    i32 = np.zeros(n, np.int32)
+    with policy("rows"):
+        run(S.arg_max, x, v, i32, n, off[:-1], off[1:])
+    assert v.tolist() == ref_fold(x, off[:-1], off[1:], np.max, info.min)
+    assert i32.tolist() == ref_fold(x, off[:-1], off[1:], np.argmax, 1)
+
+
+def test_arg_nan_and_default_policy():
+    off = offsets([300, 5, 0, 2000])
+    x = data(np.float32, 2305)
+    x[[3, 100]] = np.nan
+    x[300:305] = np.nan                                        # all NaN: the first
+    x[1000] = x[1500] = -1000.0                                # a tie far apart
+    v, i = np.zeros(4, np.float32), np.zeros(4, np.int64)
+    run(S.arg_min, x, v, i, 4, off[:-1], off[1:])
+    assert i.tolist() == [int(np.nanargmin(x[:300])), 0, 1, 1000 - 305]
+    assert v[0] == np.nanmin(x[:300]) and np.isnan(v[1]) and v[3] == -1000.0
+    assert v[2] == np.finfo(np.float32).max
+    run(S.arg_max, x, v, i, 4, off[:-1], off[1:])
+    assert i.tolist() == [int(np.nanargmax(x[:300])), 0, 1, int(np.nanargmax(x[305:]))]
+
+
+# --- reduce -----------------------------------------------------------------------------------
+def user_max(a, b):
+    return ct.maximum(a, b)
+
+
+def user_add(a, b):
+    return a + b
+
+
+@pytest.mark.parametrize("kernel", ["rows", "long"])
+def test_reduce_user_and_known_ops(kernel):
+    off = offsets(UNEVEN)
+    x = data(np.int32, int(off[-1]), -10**6, 10**6)
+    n = len(UNEVEN)
+    out = np.zeros(n, np.int32)
+    for op in (user_max, "max", max, ct.maximum):
+        with policy(kernel):
+            run(S.reduce, x, out, n, off[:-1], off[1:], op, np.int32(-5))
+        assert out.tolist() == [max([-5, *x[b:e].tolist()]) for b, e in zip(off[:-1], off[1:])]
+    for op in (user_add, operator.add):
+        with policy(kernel):
+            run(S.reduce, x, out, n, off[:-1], off[1:], op, 5)        # init once per segment
+        assert out.tolist() == [5 + int(x[b:e].astype(np.int64).sum())
+                                for b, e in zip(off[:-1], off[1:])]
+
+
+@pytest.mark.parametrize("op, ref", [("mul", np.multiply), ("and", np.bitwise_and),
+                                     ("xor", np.bitwise_xor), ("min", np.minimum)])
+def test_reduce_known_ops_exact(op, ref):
+    off = offsets(UNEVEN)
+    x = data(np.uint32, int(off[-1]), 0, 2**32 - 1)
+    out = np.zeros(len(UNEVEN), np.uint32)
+    init = np.uint32(0xFFFFFFFF if op in ("and", "min") else 1 if op == "mul" else 0)
+    for kernel in ("rows", "long"):
+        with policy(kernel):
+            run(S.reduce, x, out, len(UNEVEN), off[:-1], off[1:], op, init)
+        with np.errstate(over="ignore"):
+            assert out.tolist() == [ref.reduce(np.concatenate([[init], x[b:e]]).astype(np.uint32),
+                                               dtype=np.uint32)
+                                    for b, e in zip(off[:-1], off[1:])]
+
+
+def test_reduce_accumulator_is_inits_dtype_and_user_float():
+    off = offsets([1000, 0, 3])
+    x = np.full(1003, 200, np.uint8)
+    out = np.zeros(3, np.int64)
+    with policy("rows"):
+        run(S.reduce, x, out, 3, off[:-1], off[1:], "add", np.int64(0))
+    assert out.tolist() == [200_000, 0, 600]
+    with policy("rows"):
+        run(S.reduce, x, out, 3, off[:-1], off[1:], "add", np.uint8(1))   # wraps in uint8
+    assert out.tolist() == [200_001 % 256, 1, 601 % 256]
+    f = data(np.float32, 1003, -1, 1)
+    o64 = np.zeros(3, np.float64)
+    with policy("rows"):
+        run(S.reduce, f, o64, 3, off[:-1], off[1:], user_add, np.float64(0.25))
+    np.testing.assert_allclose(o64, [0.25 + f[:1000].astype(np.float64).sum(), 0.25,
+                                     0.25 + f[1000:].astype(np.float64).sum()], atol=1e-9)
+
+
+# --- convenience ------------------------------------------------------------------------------
+def test_segmented_sum_convenience():
+    x = data(np.int16, 600).reshape(20, 30)
+    off = np.array([0, 30, 30, 599, 600], np.int32)
+    got = A.segmented_sum(x, off)
+    assert got.dtype == np.int64 and got.shape == (4,)
+    flat = x.reshape(-1).astype(np.int64)
+    assert got.tolist() == [flat[:30].sum(), 0, flat[30:599].sum(), flat[599]]
+    f = data(np.float32, 100)
+    assert A.segmented_sum(f, np.array([0], np.int64)).shape == (0,)
+    with pytest.raises(ValueError, match='"offsets": expected a 1-d array of at least 1'):
+        A.segmented_sum(f, np.zeros(0, np.int64))
+
+
+# --- the two-phase protocol and errors --------------------------------------------------------
+def test_size_query_launches_nothing(monkeypatch):
+    def no_launch(*a):
+        raise AssertionError("launched during a size query")
+    monkeypatch.setattr(ct, "launch", no_launch)
+    off = offsets([20000, 20000, 20000])
+    x = data(np.float32, 60000)
+    out = np.full(3, 3, np.float32)
+    v, i = np.zeros(3, np.float32), np.zeros(3, np.int64)
+    sizes = [S.sum(None, x, out, 3, off[:-1], off[1:]), S.min(None, x, out, 3, off, off),
+             S.arg_max(None, x, v, i, 3, off[:-1], off[1:]),
+             S.reduce(None, x, out, 3, off[:-1], off[1:], user_add, 0)]
+    assert all(isinstance(s, int) and s >= 1 for s in sizes)
+    assert sizes[0] > 1 and sizes[2] == 1
+    assert (out == 3).all()
+
+
+def test_too_small_temp_storage_names_sizes_and_writes_nothing():
+    off = offsets([20000, 20000, 20000])
+    x = data(np.float32, 60000)
+    out = np.full(3, 3, np.float32)
+    nbytes = S.sum(None, x, out, 3, off[:-1], off[1:])
+    with pytest.raises(ValueError, match=rf'"temp_storage".*expected at least {nbytes} bytes, '
+                                         rf"got {nbytes - 1} bytes"):
+        S.sum(np.zeros(nbytes - 1, np.uint8), x, out, 3, off[:-1], off[1:])
+    assert (out == 3).all()
+
+
+OFF = np.array([0, 4, 10], np.int64)
+
+
+@pytest.mark.parametrize("call, exc, message", [
+    (lambda x, o, t: S.sum(t, None, o, 2, OFF[:-1], OFF[1:]), TypeError,
+     'argument "d_in": expected an array'),
+    (lambda x, o, t: S.sum(t, x, o, 2, OFF[:-1].tolist(), OFF[1:]), TypeError,
+     'argument "d_begin_offsets": expected an array'),
+    (lambda x, o, t: S.sum(t, x, o, 2, OFF[:-1].astype(np.float64), OFF[1:]), TypeError,
+     'argument "d_begin_offsets": expected int32 or int64 offsets, got float64'),
+    (lambda x, o, t: S.sum(t, x, o, 2, OFF[:-1], OFF[1:].astype(np.uint16)), TypeError,
+     'argument "d_end_offsets": expected int32 or int64 offsets, got uint16'),
+    (lambda x, o, t: S.sum(t, x, o, 3, OFF[:-1], OFF), ValueError,
+     'argument "d_begin_offsets": expected at least 3 elements \\(one offset per segment\\), '
+     'got 2'),
+    (lambda x, o, t: S.sum(t, x, o, 3, OFF, OFF[1:]), ValueError,
+     'argument "d_end_offsets": expected at least 3 elements'),
+    (lambda x, o, t: S.sum(t, x, o[:1], 2, OFF[:-1], OFF[1:]), ValueError,
+     'argument "d_out": expected at least 2 elements \\(one per segment\\), got 1'),
+    (lambda x, o, t: S.sum(t, x, o, -1, OFF[:-1], OFF[1:]), ValueError,
+     'argument "num_segments": expected a count >= 0, got -1'),
+    (lambda x, o, t: S.sum(t, x, o, 2.0, OFF[:-1], OFF[1:]), TypeError,
+     'argument "num_segments": expected an int, got float'),
+    (lambda x, o, t: S.sum(t, x, o, 2**31, OFF[:-1], OFF[1:]), ValueError,
+     'argument "num_segments": at most 2\\*\\*31 - 1 segments'),
+    (lambda x, o, t: S.sum(t, x.reshape(2, 5), o, 2, OFF[:-1], OFF[1:]), ValueError,
+     'argument "d_in": expected a 1-d array, got 2 dimensions'),
+    (lambda x, o, t: S.sum(t, x.astype(bool), o, 2, OFF[:-1], OFF[1:]), TypeError,
+     'argument "d_in": dtype bool_ is not supported'),
+    (lambda x, o, t: S.arg_min(t, x, o, o, 2, OFF[:-1], OFF[1:]), TypeError,
+     'argument "d_out_index": expected an integer dtype'),
+    (lambda x, o, t: S.reduce(t, x, o, 2, OFF[:-1], OFF[1:], "nand", 0), TypeError,
+     'argument "op": expected one of'),
+    (lambda x, o, t: S.reduce(t, x, o, 2, OFF[:-1], OFF[1:], "xor", 0.0), TypeError,
+     'argument "init": operator "xor" needs an integer dtype, got float64'),
+    (lambda x, o, t: S.reduce(t, x, o, 2, OFF[:-1], OFF[1:], lambda a, b: a + b, 0), TypeError,
+     'argument "op": a lambda defined outside tile code'),
+])
+@pytest.mark.parametrize("query", [True, False])
+def test_argument_errors_name_argument_and_write_nothing(call, exc, message, query):
+    x = np.arange(10, dtype=np.float64)
+    out = np.full(2, 42, np.float64)
+    temp = None if query else np.zeros(4096, np.uint8)
+    with pytest.raises(exc, match=message):
+        call(x, out, temp)
+    assert (out == 42).all()
+
+
+def test_policy_shapes_from_average_length():
+    p = select_segmented_policy(90, {"value_size": 4, "op": "add", "accum": "float32",
+                                     "offset_size": 4})
+    assert choose_shape(p, 1 << 20, 1 << 27, 132, True) == ("rows", 16, 128, 1)
+    assert choose_shape(p, 1 << 18, 1 << 29, 132, True) == ("rows", 1, 2048, 1)
+    assert choose_shape(p, 1024, 1 << 27, 132, True) == ("long", 1, 4096, 1)
+    assert choose_shape(p, 1024, 1 << 27, 132, False)[0] == "rows"    # user/arg: rows only
+    assert choose_shape(p, 16, 1 << 27, 132, True) == ("long", 1, 4096, 64)
+    assert choose_shape(p, 0, 0, 132, True) == ("rows", 64, 32, 1)

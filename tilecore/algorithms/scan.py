@@ -1,0 +1,343 @@
+"""DeviceScan: CUB's device-wide prefix scans, two-phase temporary storage.
+
+Every entry point takes `temp_storage` first and `stream` last; with
+`temp_storage=None` it returns the bytes needed (at least 1) and launches
+nothing, with a buffer of at least that many bytes it runs and returns the
+same number. No call synchronizes, allocates or reads device memory back.
+
+Layers, as in DeviceReduce: the public methods check their arguments and call
+`_scan`; `_plan` (cached per dtypes, operator, flags, device and policy
+source) selects the policy (dispatch.scan_policy) and the kernels; `_run`
+lays out the temporary storage and launches; the kernels are in
+scan_kernels.py (their docstring has the algorithms and the determinism
+argument).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import tilecore as ct
+
+from ..dispatch import overrides
+from ..dispatch.buffers import device_buffer, host_buffer
+from ..dispatch.scan_policy import MODE_REDUCE_THEN_SCAN, ScanPolicy, select_scan_policy
+from ..dispatch.target import Target, device_target, interpreter_target
+from ..dispatch.temp_storage import Layout
+from ..language import dtypes as D
+from ..language.dtypes import DType
+from ..tunings import lookup as tuning_lookup
+from . import scan_kernels as K
+from .arrays import Arg, check_1d, check_num_items, describe, same_side
+from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, scalar_dtype,
+                        sum_accumulator)
+
+__all__ = ["DeviceScan"]
+
+INIT_TILE = 512          # status words cleared per block of scan_init
+INIT_THREADS = 128
+_WIDE = 1 << 31
+KEY_DTYPES = NUMERIC + (D.bool_,)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    acc: DType
+    kind: str               # well-known operator name, or "user"
+    op: Any                 # the user function (None for a well-known operator)
+    ident: Any              # the well-known operator's identity (0 for a user operator)
+    eq: Any                 # the user equality function of a by-key scan, or None
+    policy: ScanPolicy
+    target: Target
+    packed: bool            # values fit beside the flags in one status word
+    init_k: Any
+    fenwick: Any
+    partials: Any
+    downsweep: Any
+
+    def layout(self, n: int) -> tuple[Layout, dict]:
+        """The temporary-storage layout for n items and the launch facts."""
+        tile = self.policy.tile_items
+        tiles = -(-n // tile)
+        layout = Layout(4)
+        facts = {"tiles": tiles}
+        if self.policy.mode == MODE_REDUCE_THEN_SCAN:
+            grid0 = max(1, self.target.sm_count * self.policy.blocks_per_sm)
+            per = max(1, -(-tiles // grid0))
+            grid = -(-tiles // per)
+            gt = 1 << max(0, (grid - 1).bit_length())
+            facts.update(per=per, grid=grid, gt=gt)
+            layout.slot(0).alias(D.int64, gt)
+            layout.slot(1).alias(self.acc, gt)
+        else:
+            padded = -(-tiles // INIT_TILE) * INIT_TILE
+            layout.slot(0).alias(D.int64, padded)
+            layout.slot(1).alias(self.acc, 1 if self.packed else tiles)
+        layout.slot(2).alias(D.int64 if tiles >= _WIDE else D.int32, 1)   # ticket counter
+        layout.slot(3).alias(D.int8, 16)                                    # a read-only stand-in
+        return layout, facts
+
+
+_kernels: dict[tuple, Any] = {}
+
+
+def _kernel(fn, threads: int):
+    key = (fn.pyfunc, threads)
+    k = _kernels.get(key)
+    if k is None:
+        k = _kernels[key] = ct.kernel(fn.pyfunc, num_threads=threads)
+    return k
+
+
+_plans: dict[tuple, _Plan] = {}
+
+
+def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool, wide: bool,
+          target: Target) -> _Plan:
+    cache_key = (in_dtype, acc, kind, op, eq, by_key, wide, target, overrides.generation(),
+                 tuning_lookup.state())
+    plan = _plans.get(cache_key)
+    if plan is None:
+        key = {"value_size": in_dtype.itemsize, "accum": acc.name, "op": kind,
+               "offset_size": 8 if wide else 4, "by_key": by_key}
+        policy = select_scan_policy(target.cc, key)
+        threads = policy.block_threads
+        plan = _plans[cache_key] = _Plan(
+            acc, kind, op, identity(kind, acc) if kind != "user" else 0, eq, policy, target,
+            acc.itemsize <= 4, _kernel(K.scan_init, INIT_THREADS), _kernel(K.scan_fenwick, threads),
+            _kernel(K.scan_partials, threads), _kernel(K.scan_downsweep, threads))
+    return plan
+
+
+def _target(args: list[tuple[str, Arg]]) -> Target:
+    if same_side(args):
+        return interpreter_target()
+    return device_target(next(a.device_id for _, a in args if a.device_id >= 0))
+
+
+def _buffer(temp_storage: Any, host: bool):
+    t = describe(temp_storage, "temp_storage")
+    if t.host != host:
+        raise TypeError('Invalid argument "temp_storage": it is a '
+                        + ("host NumPy array but the data are GPU arrays" if t.host else
+                           "GPU array but the data are host NumPy arrays (the interpreter)"))
+    return host_buffer(t.obj) if host else device_buffer(t.fields)
+
+
+def _check_dtype(a: Arg, name: str, allowed=NUMERIC) -> None:
+    if a.dtype not in allowed:
+        raise TypeError(f'Invalid argument "{name}": dtype {a.dtype.name} is not supported '
+                        f"(expected one of {[d.name for d in allowed]})")
+
+
+def _span(a: Arg, n: int) -> tuple[int, int, int]:
+    """(first byte address, one past the last byte, element stride in bytes) of
+    a's first n elements."""
+    if a.host:
+        ptr, stride = a.obj.__array_interface__["data"][0], a.obj.strides[0]
+    else:
+        ptr, stride = a.fields[0], a.fields[2][0] * a.dtype.itemsize
+    lo, hi = (ptr, ptr + (n - 1) * stride) if stride >= 0 else (ptr + (n - 1) * stride, ptr)
+    return lo, hi + a.dtype.itemsize, stride
+
+
+def _in_place(a_in: Arg, a_out: Arg, n: int, out_name: str = "d_out",
+              in_name: str = "d_in") -> bool:
+    """True when d_out is d_in (the same first element and stride); ValueError
+    when their first n elements overlap otherwise."""
+    if n == 0:
+        return False
+    lo_i, hi_i, s_i = _span(a_in, n)
+    lo_o, hi_o, s_o = _span(a_out, n)
+    if lo_i >= hi_o or lo_o >= hi_i:
+        return False
+    if lo_i == lo_o and s_i == s_o and a_in.dtype == a_out.dtype:
+        return True
+    raise ValueError(f'Invalid argument "{out_name}": it overlaps "{in_name}" without being the '
+                     f"same array (an in-place scan passes the same array, of the same dtype, "
+                     f"as both)")
+
+
+_SUM_LIKE = ("add", "mul", "and", "or", "xor")
+
+
+def _accumulator(rule: str, name: Optional[str], a_in: Arg, a_out: Arg, init: Any) -> DType:
+    """CUB's accumulator types (docs/algorithms.md, DeviceScan)."""
+    if rule == "sum":
+        return sum_accumulator(a_in.dtype, a_in.dtype)
+    if rule == "out":   # the convenience layer: NumPy's cumsum accumulates in the result's type
+        return sum_accumulator(a_in.dtype, a_out.dtype)
+    if rule == "op":
+        if name in _SUM_LIKE:
+            return sum_accumulator(a_in.dtype, a_in.dtype)
+        return a_in.dtype
+    acc = scalar_dtype(init) or a_out.dtype
+    if acc not in NUMERIC:
+        raise TypeError(f'Invalid argument "init": dtype {acc.name} is not supported')
+    return acc
+
+
+def _check_eq(eq: Any) -> Any:
+    if eq is None:
+        return None
+    if isinstance(eq, str) or not callable(eq):
+        raise TypeError('Invalid argument "equality_op": expected a function of two tiles '
+                        f"returning a bool tile, or None, got {type(eq).__name__}")
+    if getattr(eq, "__name__", "") == "<lambda>":
+        raise TypeError('Invalid argument "equality_op": a lambda defined outside tile code '
+                        "cannot be compiled into a kernel; define it with def or "
+                        "@tilecore.function")
+    return eq
+
+
+def _scan(temp_storage, d_keys, d_in, d_out, op, init, num_items, stream, *, rule: str,
+          exclusive: bool, has_init: bool, eq: Any = None) -> int:
+    by_key = d_keys is not None
+    a_in = describe(d_in, "d_values_in" if by_key else "d_in")
+    a_out = describe(d_out, "d_values_out" if by_key else "d_out")
+    in_name, out_name = ("d_values_in", "d_values_out") if by_key else ("d_in", "d_out")
+    arrays = [(in_name, a_in), (out_name, a_out)]
+    check_1d(a_in, in_name)
+    check_1d(a_out, out_name)
+    _check_dtype(a_in, in_name)
+    _check_dtype(a_out, out_name)
+    a_keys = None
+    if by_key:
+        a_keys = describe(d_keys, "d_keys_in")
+        check_1d(a_keys, "d_keys_in")
+        _check_dtype(a_keys, "d_keys_in", KEY_DTYPES)
+        arrays.insert(0, ("d_keys_in", a_keys))
+    target = _target(arrays)
+    n = check_num_items(num_items, a_in, array=in_name)
+    check_num_items(num_items, a_out, array=out_name)
+    if by_key:
+        check_num_items(num_items, a_keys, array="d_keys_in")
+    name = op_name(op)
+    acc = _accumulator(rule, name, a_in, a_out, init)
+    if name is not None:
+        check_operand_dtype(name, acc, "init" if rule == "init" else in_name)
+    init_value = as_scalar(init, acc, "init") if has_init else acc.numpy_dtype.type(0)
+    eq = _check_eq(eq)
+    in_place = _in_place(a_in, a_out, n, out_name, in_name)
+    if by_key and _in_place(a_keys, a_out, n, out_name, "d_keys_in"):
+        raise ValueError('Invalid argument "d_values_out": it is "d_keys_in" (a by-key scan '
+                         "reads the keys while it writes the values: pass another array)")
+    plan = _plan(a_in.dtype, acc, name if name is not None else "user",
+                 None if name is not None else op, eq, by_key, n >= _WIDE, target)
+    return _run(plan, temp_storage, a_in.host, stream, n, a_in.obj,
+                a_keys.obj if by_key else None, a_out.obj, init_value, exclusive, has_init,
+                in_place)
+
+
+def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any, keys: Any,
+         y: Any, init: Any, exclusive: bool, has_init: bool, in_place: bool) -> int:
+    layout, facts = plan.layout(n)
+    needed = layout.size()
+    if temp_storage is None:
+        return needed
+    buf = _buffer(temp_storage, host)
+    layout.map_to_buffer(buf.nbytes)
+    if n == 0:
+        return needed
+    status = buf.view(layout.slot(0).aliases[0])
+    vals = buf.view(layout.slot(1).aliases[0])
+    counter = buf.view(layout.slot(2).aliases[0])
+    stand_in = buf.view(layout.slot(3).aliases[0])
+    if host:
+        stream = None
+    by_key = keys is not None
+    src = stand_in if in_place else x
+    key_arg = keys if by_key else (stand_in if in_place else x)
+    p = plan.policy
+    tile = p.tile_items
+    tiles = facts["tiles"]
+    wide = n >= _WIDE
+    common = (plan.acc, plan.kind, plan.op, plan.ident, plan.eq, plan.eq is not None)
+    launch = ct.launch
+    if p.mode == MODE_REDUCE_THEN_SCAN:
+        per, grid, gt = facts["per"], facts["grid"], facts["gt"]
+        launch(stream, (grid,), plan.partials,
+               (src, key_arg, y, n, status, vals, tile, per, *common, by_key, in_place, wide))
+        launch(stream, (grid,), plan.downsweep,
+               (src, key_arg, y, n, init, status, vals, tile, per, gt, *common, exclusive,
+                has_init, by_key, in_place, wide))
+        return needed
+    single = tiles == 1
+    if not single:
+        launch(stream, (status.shape[0] // INIT_TILE,), plan.init_k, (counter, status, INIT_TILE))
+    bits = 32 if tiles < _WIDE else 64
+    launch(stream, (tiles,), plan.fenwick,
+           (src, key_arg, y, n, init, counter, status, vals, tile, *common, exclusive, has_init,
+            by_key, in_place, plan.packed, bits, wide, single))
+    return needed
+
+
+class DeviceScan:
+    """Device-wide prefix scans with CUB's signatures (see docs/algorithms.md).
+    Results are bit-identical run to run for every operator (float sums
+    included); `d_out` may be `d_in` (in place)."""
+
+    @staticmethod
+    def inclusive_sum(temp_storage, d_in, d_out, num_items, stream=None) -> int:
+        """d_out[i] = d_in[0] + ... + d_in[i], accumulated in CUB's type (the C++
+        type of in + in: integers narrower than int in int32; float16/bfloat16
+        in float32) and converted to d_out's dtype."""
+        return _scan(temp_storage, None, d_in, d_out, "add", None, num_items, stream,
+                     rule="sum", exclusive=False, has_init=False)
+
+    @staticmethod
+    def exclusive_sum(temp_storage, d_in, d_out, num_items, stream=None) -> int:
+        """d_out[i] = 0 + d_in[0] + ... + d_in[i-1] (d_out[0] = 0)."""
+        return _scan(temp_storage, None, d_in, d_out, "add", 0, num_items, stream,
+                     rule="sum", exclusive=True, has_init=True)
+
+    @staticmethod
+    def inclusive_scan(temp_storage, d_in, d_out, op, num_items, stream=None) -> int:
+        """d_out[i] = d_in[0] op ... op d_in[i]. `op`: "add", "mul", "min", "max",
+        "and", "or", "xor", the matching Python functions, or a function of two
+        tiles (associative; never assumed commutative)."""
+        return _scan(temp_storage, None, d_in, d_out, op, None, num_items, stream,
+                     rule="op", exclusive=False, has_init=False)
+
+    @staticmethod
+    def inclusive_scan_init(temp_storage, d_in, d_out, op, init, num_items, stream=None) -> int:
+        """d_out[i] = init op d_in[0] op ... op d_in[i]; the accumulator has
+        init's dtype (a NumPy scalar), or d_out's for a Python number."""
+        return _scan(temp_storage, None, d_in, d_out, op, init, num_items, stream,
+                     rule="init", exclusive=False, has_init=True)
+
+    @staticmethod
+    def exclusive_scan(temp_storage, d_in, d_out, op, init, num_items, stream=None) -> int:
+        """d_out[0] = init, d_out[i] = init op d_in[0] op ... op d_in[i-1]."""
+        return _scan(temp_storage, None, d_in, d_out, op, init, num_items, stream,
+                     rule="init", exclusive=True, has_init=True)
+
+    # --- by key: runs of equal consecutive keys are scanned separately ---------------------
+    @staticmethod
+    def inclusive_sum_by_key(temp_storage, d_keys_in, d_values_in, d_values_out, num_items,
+                             equality_op=None, stream=None) -> int:
+        """inclusive_sum within each run of consecutive equal keys (equality_op: a
+        function of two key tiles returning a bool tile; None: ==)."""
+        return _scan(temp_storage, d_keys_in, d_values_in, d_values_out, "add", None, num_items,
+                     stream, rule="sum", exclusive=False, has_init=False, eq=equality_op)
+
+    @staticmethod
+    def exclusive_sum_by_key(temp_storage, d_keys_in, d_values_in, d_values_out, num_items,
+                             equality_op=None, stream=None) -> int:
+        """exclusive_sum within each run (the first item of a run gets 0)."""
+        return _scan(temp_storage, d_keys_in, d_values_in, d_values_out, "add", 0, num_items,
+                     stream, rule="sum", exclusive=True, has_init=True, eq=equality_op)
+
+    @staticmethod
+    def inclusive_scan_by_key(temp_storage, d_keys_in, d_values_in, d_values_out, op, num_items,
+                              equality_op=None, stream=None) -> int:
+        """inclusive_scan within each run of consecutive equal keys."""
+        return _scan(temp_storage, d_keys_in, d_values_in, d_values_out, op, None, num_items,
+                     stream, rule="op", exclusive=False, has_init=False, eq=equality_op)
+
+    @staticmethod
+    def exclusive_scan_by_key(temp_storage, d_keys_in, d_values_in, d_values_out, op, init,
+                              num_items, equality_op=None, stream=None) -> int:
+        """exclusive_scan within each run (the first item of a run gets init)."""
+        return _scan(temp_storage, d_keys_in, d_values_in, d_values_out, op, init, num_items,
+                     stream, rule="init", exclusive=True, has_init=True, eq=equality_op)

@@ -1,0 +1,398 @@
+"""DeviceScan's tile kernels (CUB's agents), in the public tile language.
+
+A scan cuts the input into tiles of TILE items. Every tile is handled in two
+halves, so that both drivers below share them:
+
+- `tile_parts` loads a tile and computes its *aggregate* (the operator folded
+  over its items, in order) as a part (ok, head, value). For an exclusive scan
+  it loads the items shifted by one (u[j] = x[j-1], lane 0 left for the
+  prefix), so a tile only ever reads its own items: in-place scans are safe.
+- `tile_finish` puts the tile's exclusive prefix (and init) into lane 0, scans
+  the tile (`ct.scan`/`ct.cumsum`, associative and never commutative) and
+  stores it (masked in the last, partial tile: nothing past num_items is
+  written).
+
+A *part* is a tile's or a range's contribution as three 1-element tiles: ok
+(0: empty, nothing to combine), head (by-key scans: a new key starts inside
+the range) and value (the operator folded from the last head on). `join`
+combines consecutive parts in order; it is associative and not commutative.
+
+Drivers (the policy's `mode` chooses):
+
+- `scan_fenwick` (single pass): blocks take tile numbers from an atomic
+  ticket counter, so a block only waits for tiles taken earlier by running
+  blocks. Tile m publishes tree[m], the fold of the tiles (m - lowbit(m+1),
+  m] (a Fenwick tree over the tile aggregates): its aggregate joined after
+  the entries of its Fenwick children m-1, m-2, m-4, ... (recent tiles). Its
+  exclusive prefix is the fold, in tile order, of the entries on m's Fenwick
+  prefix path (one per set bit of m), the children among them. Both come from
+  one gather of at most log2(m) status words and one fixed-shape reduction,
+  so the association of every result is a function of the tile number only:
+  bit-identical output run to run for every operator, float sums included,
+  whatever the timing (decoupled look-back instead folds whatever its
+  predecessors happen to have published). A status word packs the flags
+  (READY, HEAD) in its high 32 bits and a value of up to 32 bits in its low
+  bits, published by one relaxed 64-bit store and read by one relaxed atomic
+  (PACKED); wider values go to `vals` with plain stores, published by a
+  release store of the word and read after an acquire.
+- `scan_partials` + `scan_downsweep` (reduce-then-scan, two kernels): block b
+  folds its contiguous chunk of PER tiles into partial b; then block b folds
+  partials 0..b-1 (one fixed-shape reduction) and scans its chunk tile by
+  tile. Deterministic too; reads the input twice.
+
+`scan_init` clears the ticket counter and the status words before a
+single-pass scan.
+"""
+from __future__ import annotations
+
+import tilecore as ct
+
+from .reduce_kernels import combine_known
+
+__all__ = ["scan_init", "scan_fenwick", "scan_partials", "scan_downsweep", "READY", "HEAD"]
+
+MO, MS = ct.MemoryOrder, ct.MemoryScope
+ZERO = ct.PaddingMode.ZERO
+READY, HEAD = 1, 2
+
+
+# --- operators -----------------------------------------------------------------------------
+@ct.function
+def op2(a, b, KIND, OP, ACC):
+    """a OP b in the accumulator type (a: the earlier items)."""
+    if KIND == "user":
+        return ct.astype(OP(a, b), ACC)
+    else:
+        return ct.astype(combine_known(a, b, KIND), ACC)
+
+
+@ct.function
+def join(ok_a, h_a, a, ok_b, h_b, b, KIND, OP, ACC, BY_KEY):
+    """The part of range a followed by range b (either may be empty: ok == 0;
+    an empty part has head 0)."""
+    both = op2(a, b, KIND, OP, ACC)
+    if BY_KEY:
+        both = ct.where(h_b != 0, b, both)
+    value = ct.where((ok_a != 0) & (ok_b != 0), both, ct.where(ok_b != 0, b, a))
+    return ct.maximum(ok_a, ok_b), ct.maximum(h_a, h_b), value
+
+
+@ct.function
+def join2(a1, a2, a3, a4, a5, a6, b1, b2, b3, b4, b5, b6, KIND, OP, ACC, BY_KEY):
+    """Two parts joined side by side: (a1..a3 then b1..b3, a4..a6 then b4..b6)."""
+    o1, h1, v1 = join(a1, a2, a3, b1, b2, b3, KIND, OP, ACC, BY_KEY)
+    o2, h2, v2 = join(a4, a5, a6, b4, b5, b6, KIND, OP, ACC, BY_KEY)
+    return o1, h1, v1, o2, h2, v2
+
+
+@ct.function
+def fold_parts(ok, h, v, KIND, OP, ACC, BY_KEY):
+    """The part of a tile of parts, folded in lane order (keepdims: (1,) tiles)."""
+    return ct.reduce((ok, h, v), 0,
+                     lambda oa, ha, a, ob, hb, b: join(oa, ha, a, ob, hb, b, KIND, OP, ACC,
+                                                       BY_KEY),
+                     (0, 0, 0), keepdims=True)
+
+
+@ct.function
+def fold_known(u, KIND, ID, ACC):
+    """A well-known operator folded over a tile padded with its identity."""
+    if KIND == "add":
+        r = ct.sum(u, 0, keepdims=True)
+    elif KIND == "min" and not ACC.is_float:
+        r = ct.min(u, 0, keepdims=True)
+    elif KIND == "max" and not ACC.is_float:
+        r = ct.max(u, 0, keepdims=True)
+    else:
+        r = ct.reduce(u, 0, lambda p, q: combine_known(p, q, KIND), ID, keepdims=True)
+    return ct.astype(r, ACC)
+
+
+# --- one tile --------------------------------------------------------------------------------
+@ct.function
+def heads_at(keys, g, n, EQ, HAS_EQ):
+    """1 where item g starts a run of equal keys (g == 0, or keys[g-1] differs),
+    for the items g < n (0 elsewhere)."""
+    ok = (g >= 0) & (g < n)
+    k = ct.gather(keys, g, mask=ok)
+    kp = ct.gather(keys, g - 1, mask=ok & (g >= 1))
+    if HAS_EQ:
+        same = EQ(kp, k)
+    else:
+        same = kp == k
+    return ct.where(ok & ((g == 0) | ~same), 1, 0)
+
+
+@ct.function
+def load_items(x, y, g, mask, pad, ACC, IN_PLACE):
+    if IN_PLACE:
+        return ct.astype(ct.gather(y, g, mask=mask, padding_value=pad), ACC)
+    else:
+        return ct.astype(ct.gather(x, g, mask=mask, padding_value=pad), ACC)
+
+
+@ct.function
+def tile_index(t, n, TILE, WIDE):
+    """The first item of tile t and the items' indices (int64 for 2**31+ items)."""
+    if WIDE:
+        base = ct.astype(t, ct.int64) * TILE
+    else:
+        base = t * TILE
+    return base, base + ct.arange(TILE, dtype=ct.int32)
+
+
+@ct.function
+def tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ, HAS_EQ, EXCL, BY_KEY, IN_PLACE,
+               WIDE):
+    """Load tile t. Returns (u, hu, h, ok, head, agg): u the items the scan
+    starts from (exclusive: shifted by one, lane 0 free), hu their heads, h the
+    heads of the tile's own items (by-key), and the tile's aggregate part.
+    The last tile's aggregate may include padding: no tile after it reads it."""
+    base, g = tile_index(t, n, TILE, WIDE)
+    lane = ct.arange(TILE, dtype=ct.int32)
+    if KIND == "user":
+        pad = 0
+    else:
+        pad = ID
+    if EXCL:
+        shifted = (lane >= 1) & (g <= n)
+        u = load_items(x, y, g - 1, shifted, pad, ACC, IN_PLACE)
+        last = ct.full((1,), 0, g.dtype) + (base + ct.minimum(n - base, TILE) - 1)
+        x_last = load_items(x, y, last, last < n, pad, ACC, IN_PLACE)
+    else:
+        if IN_PLACE:
+            u = ct.astype(ct.load(y, (t,), (TILE,), padding_mode=ZERO), ACC)
+        else:
+            u = ct.astype(ct.load(x, (t,), (TILE,), padding_mode=ZERO), ACC)
+        shifted = lane >= 0
+        last = g
+        x_last = u
+    if BY_KEY:
+        h = heads_at(keys, g, n, EQ, HAS_EQ)
+        if EXCL:
+            hu = ct.where(shifted, heads_at(keys, g - 1, n, EQ, HAS_EQ), 0)
+            h_last = heads_at(keys, last, n, EQ, HAS_EQ)
+        else:
+            hu = h
+    else:
+        h = ct.zeros((TILE,), ct.int32)
+        hu = h
+    if KIND != "user" and not BY_KEY:
+        agg = fold_known(u, KIND, ID, ACC)
+        ok = ct.full((1,), 1, ct.int32)
+        head = ct.zeros((1,), ct.int32)
+        if EXCL:
+            agg = op2(agg, x_last, KIND, OP, ACC)
+    else:
+        ok, head, agg = fold_parts(ct.where(shifted, 1, 0), hu, u, KIND, OP, ACC, BY_KEY)
+        if EXCL:
+            one = ct.full((1,), 1, ct.int32)
+            if BY_KEY:
+                ok, head, agg = join(ok, head, agg, one, h_last, x_last, KIND, OP, ACC, BY_KEY)
+            else:
+                ok, head, agg = join(ok, head, agg, one, ct.zeros((1,), ct.int32), x_last,
+                                     KIND, OP, ACC, BY_KEY)
+    return u, hu, h, ok, head, agg
+
+
+@ct.function
+def tile_finish(y, n, t, u, hu, h, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL,
+                HAS_INIT, BY_KEY, WIDE):
+    """Scan tile t from its items u (heads hu) and its exclusive prefix part p
+    (init not yet applied), and store it."""
+    base, g = tile_index(t, n, TILE, WIDE)
+    first = ct.arange(TILE, dtype=ct.int32) == 0
+    start = ct.full((1,), init, ACC)
+    if BY_KEY:
+        if EXCL:   # lane 0 holds the prefix (any head: the tile's first item decides)
+            u = ct.where(first, ct.where(p_ok != 0, p_val, u), u)
+            hu = ct.where(first, ct.where(p_ok != 0, p_head, 1), hu)
+        else:
+            u = ct.where(first & (p_ok != 0) & (hu == 0), op2(p_val, u, KIND, OP, ACC), u)
+        hz, z = ct.scan((hu, u), 0,
+                        lambda ha, a, hb, b: (ct.maximum(ha, hb),
+                                              ct.where(hb != 0, b, op2(a, b, KIND, OP, ACC))),
+                        (0, 0))
+        if EXCL:
+            z = ct.where(h != 0, start, op2(start, z, KIND, OP, ACC))
+    else:
+        if HAS_INIT:
+            p_ok, p_head, p_val = join(ct.full((1,), 1, ct.int32), ct.zeros((1,), ct.int32),
+                                       start, p_ok, p_head, p_val, KIND, OP, ACC, BY_KEY)
+        if EXCL:
+            u = ct.where(first, p_val, u)
+        else:
+            u = ct.where(first & (p_ok != 0), op2(p_val, u, KIND, OP, ACC), u)
+        if KIND == "add":
+            z = ct.astype(ct.cumsum(u, 0), ACC)
+        else:
+            z = ct.scan(u, 0, lambda a, b: op2(a, b, KIND, OP, ACC), 0)
+    out = ct.astype(z, y.dtype)
+    if base + TILE <= n:
+        ct.store(y, (t,), out)
+    else:
+        y.get_raw_memory().store_offset(g, out, mask=g < n)
+
+
+# --- status words ------------------------------------------------------------------------------
+@ct.function
+def to_bits(v, ACC):
+    """The bits of a (1,) value of at most 32 bits, zero-extended to int64."""
+    if ACC.itemsize == 4:
+        b = ct.bitcast(v, ct.uint32)
+    elif ACC.itemsize == 2:
+        b = ct.bitcast(v, ct.uint16)
+    else:
+        b = ct.bitcast(v, ct.uint8)
+    return ct.astype(b, ct.int64)
+
+
+@ct.function
+def from_bits(w, ACC):
+    """The value in the low bits of status words w."""
+    low = ct.astype(w & 0xFFFFFFFF, ct.uint32)
+    if ACC.itemsize == 4:
+        return ct.bitcast(low, ACC)
+    elif ACC.itemsize == 2:
+        return ct.bitcast(ct.astype(low, ct.uint16), ACC)
+    else:
+        return ct.bitcast(ct.astype(low, ct.uint8), ACC)
+
+
+@ct.function
+def publish(status, vals, m, head, v, ACC, PACKED):
+    """Publish tree[m] = (head, v) with the READY flag."""
+    flags = ct.astype(head, ct.int64) * HEAD + READY
+    if PACKED:
+        ct.store(status, (m,), (flags << 32) | to_bits(v, ACC), memory_order=MO.RELAXED,
+                 memory_scope=MS.DEVICE)
+    else:
+        ct.store(vals, (m,), v)
+        ct.store(status, (m,), flags << 32, memory_order=MO.RELEASE, memory_scope=MS.DEVICE)
+
+
+@ct.kernel
+def scan_init(counter, status, TILE: ct.Constant[int]):
+    """Clear the ticket counter and every tile's status word before a scan."""
+    ct.store(status, (ct.bid(0),), ct.zeros((TILE,), ct.int64))
+    if ct.bid(0) == 0:
+        ct.store(counter, (0,), ct.zeros((1,), counter.dtype))
+
+
+@ct.kernel
+def scan_fenwick(x, keys, y, n, init, counter, status, vals, TILE: ct.Constant[int],
+                 ACC: ct.Constant, KIND: ct.Constant[str], OP: ct.Constant, ID: ct.Constant,
+                 EQ: ct.Constant, HAS_EQ: ct.Constant[bool], EXCL: ct.Constant[bool],
+                 HAS_INIT: ct.Constant[bool], BY_KEY: ct.Constant[bool],
+                 IN_PLACE: ct.Constant[bool], PACKED: ct.Constant[bool],
+                 BITS: ct.Constant[int], WIDE: ct.Constant[bool], SINGLE: ct.Constant[bool]):
+    """The single-pass scan (module docstring). SINGLE: one tile, one block, no
+    ticket and no status words."""
+    if SINGLE:
+        t = ct.zeros((), counter.dtype)
+    else:
+        t = ct.atomic_add(counter, 0, 1, memory_order=MO.RELAXED)
+    u, hu, h, a_ok, a_head, agg = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ,
+                                             HAS_EQ, EXCL, BY_KEY, IN_PLACE, WIDE)
+    p_ok = ct.zeros((1,), ct.int32)
+    p_head = ct.zeros((1,), ct.int32)
+    p_val = agg
+    if not SINGLE:
+        m = ct.astype(t, ct.int64)
+        if m % 2 == 0:          # no Fenwick children: tree[m] is the aggregate
+            publish(status, vals, m, a_head, agg, ACC, PACKED)
+        if m > 0:
+            # lane l stands for bit b = BITS-1-l of m: lanes in tile order
+            b = ct.astype(BITS - 1 - ct.arange(BITS, dtype=ct.int32), ct.int64)
+            live = ((m >> b) & 1) == 1
+            pos = ((m >> b) << b) - 1                # the entry covering bit b's range
+            low = (m + 1) & -(m + 1)
+            child = live & ((low >> b) > 1)          # ranges inside (m - lowbit(m+1), m)
+            raw = status.get_raw_memory()
+            zero = ct.zeros((BITS,), ct.int64)
+            words = zero
+            while True:
+                if PACKED:
+                    words = raw.atomic_or_offset(pos, zero, mask=live,
+                                                 memory_order=MO.RELAXED,
+                                                 memory_scope=MS.DEVICE)
+                else:
+                    words = raw.atomic_or_offset(pos, zero, mask=live,
+                                                 memory_order=MO.ACQUIRE,
+                                                 memory_scope=MS.DEVICE)
+                ready = ct.where(live, (words >> 32) & READY, 1)
+                if ct.min(ready, 0, keepdims=True).item() == 1:
+                    break
+            if PACKED:
+                v = from_bits(words, ACC)
+            else:
+                v = ct.gather(vals, pos, mask=live)
+            hd = ct.where(live, ct.astype(((words >> 32) & HEAD) >> 1, ct.int32), 0)
+            c = ct.where(child, 1, 0)
+            o = ct.where(live & ~child, 1, 0)
+            lo_ok, lo_head, lo_val, hi_ok, hi_head, hi_val = ct.reduce(
+                (c, ct.where(child, hd, 0), v, o, ct.where(child, 0, hd), v), 0,
+                lambda c1, c2, c3, c4, c5, c6, d1, d2, d3, d4, d5, d6:
+                    join2(c1, c2, c3, c4, c5, c6, d1, d2, d3, d4, d5, d6, KIND, OP, ACC,
+                          BY_KEY),
+                (0, 0, 0, 0, 0, 0), keepdims=True)
+            if m % 2 == 1:
+                one = ct.full((1,), 1, ct.int32)
+                _, t_head, t_val = join(lo_ok, lo_head, lo_val, one, a_head, agg, KIND, OP,
+                                        ACC, BY_KEY)
+                publish(status, vals, m, t_head, t_val, ACC, PACKED)
+            p_ok, p_head, p_val = join(hi_ok, hi_head, hi_val, lo_ok, lo_head, lo_val, KIND,
+                                       OP, ACC, BY_KEY)
+    tile_finish(y, n, t, u, hu, h, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL,
+                HAS_INIT, BY_KEY, WIDE)
+
+
+# --- reduce-then-scan -------------------------------------------------------------------------
+@ct.kernel
+def scan_partials(x, keys, y, n, status, vals, TILE: ct.Constant[int], PER: ct.Constant[int],
+                  ACC: ct.Constant, KIND: ct.Constant[str], OP: ct.Constant, ID: ct.Constant,
+                  EQ: ct.Constant, HAS_EQ: ct.Constant[bool], BY_KEY: ct.Constant[bool],
+                  IN_PLACE: ct.Constant[bool], WIDE: ct.Constant[bool]):
+    """Partial b: the part of tiles [b*PER, (b+1)*PER) (status: its head flag,
+    vals: its value)."""
+    b = ct.bid(0)
+    tiles = ct.cdiv(n, TILE)
+    first = b * PER
+    count = ct.minimum(tiles - first, PER)
+    ok = ct.zeros((1,), ct.int32)
+    head = ct.zeros((1,), ct.int32)
+    val = ct.zeros((1,), ACC)
+    for i in range(count):
+        _, _, _, a_ok, a_head, agg = tile_parts(x, keys, y, n, first + i, TILE, ACC, KIND, OP,
+                                                ID, EQ, HAS_EQ, False, BY_KEY, IN_PLACE, WIDE)
+        ok, head, val = join(ok, head, val, a_ok, a_head, agg, KIND, OP, ACC, BY_KEY)
+    ct.store(status, (b,), ct.astype(head, ct.int64))
+    ct.store(vals, (b,), val)
+
+
+@ct.kernel
+def scan_downsweep(x, keys, y, n, init, status, vals, TILE: ct.Constant[int],
+                   PER: ct.Constant[int], GT: ct.Constant[int], ACC: ct.Constant,
+                   KIND: ct.Constant[str], OP: ct.Constant, ID: ct.Constant, EQ: ct.Constant,
+                   HAS_EQ: ct.Constant[bool], EXCL: ct.Constant[bool],
+                   HAS_INIT: ct.Constant[bool], BY_KEY: ct.Constant[bool],
+                   IN_PLACE: ct.Constant[bool], WIDE: ct.Constant[bool]):
+    """Block b: fold partials 0..b-1 (GT lanes, a power of two >= the grid),
+    then scan tiles [b*PER, (b+1)*PER) in order."""
+    b = ct.bid(0)
+    lane = ct.arange(GT, dtype=ct.int32)
+    before = lane < b
+    heads = ct.astype(ct.load(status, (0,), (GT,), padding_mode=ZERO), ct.int32)
+    values = ct.load(vals, (0,), (GT,), padding_mode=ZERO)
+    p_ok, p_head, p_val = fold_parts(ct.where(before, 1, 0), ct.where(before, heads, 0), values,
+                                     KIND, OP, ACC, BY_KEY)
+    tiles = ct.cdiv(n, TILE)
+    first = b * PER
+    for i in range(ct.minimum(tiles - first, PER)):
+        t = first + i
+        u, hu, h, a_ok, a_head, agg = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ,
+                                                 HAS_EQ, EXCL, BY_KEY, IN_PLACE, WIDE)
+        tile_finish(y, n, t, u, hu, h, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL,
+                    HAS_INIT, BY_KEY, WIDE)
+        p_ok, p_head, p_val = join(p_ok, p_head, p_val, a_ok, a_head, agg, KIND, OP, ACC,
+                                   BY_KEY)

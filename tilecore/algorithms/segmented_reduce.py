@@ -1,0 +1,303 @@
+"""DeviceSegmentedReduce: CUB's segmented reductions, two-phase temporary storage.
+
+Segment s is d_in[d_begin_offsets[s]:d_end_offsets[s]]; d_out[s] gets its
+reduction. Entry points take `temp_storage` first and `stream` last, as
+DeviceReduce: `temp_storage=None` returns the bytes needed (at least 1) and
+launches nothing; with a buffer of at least that many bytes the call runs and
+returns the same number. No call synchronizes, allocates or reads device
+memory back (so calls can be captured in a CUDA graph).
+
+Layers, as in CUB: the public methods check their arguments; `_plan` (cached
+per algorithm, dtypes, operator, offsets, device and policy source) selects
+the policy (dispatch.segmented_policy) and kernels; `_run` chooses the
+kernel's shape from what the host knows (segments, d_in's length, SM count),
+lays out the temporary storage (dispatch.temp_storage) and launches; the
+kernels are in segmented_kernels.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import tilecore as ct
+
+from ..dispatch import overrides
+from ..dispatch.buffers import device_buffer, host_buffer
+from ..dispatch.segmented_policy import SegmentedPolicy, Shape, choose_shape, \
+    select_segmented_policy
+from ..dispatch.target import Target, device_target, interpreter_target
+from ..dispatch.temp_storage import Layout
+from ..language import dtypes as D
+from ..language.dtypes import DType
+from ..tunings import lookup as tuning_lookup
+from . import segmented_kernels as K
+from .arrays import Arg, check_1d, describe, same_side
+from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, scalar_dtype,
+                        sum_accumulator)
+
+__all__ = ["DeviceSegmentedReduce"]
+
+OFFSET_DTYPES = (D.int32, D.int64)
+_MAX_SEGMENTS = (1 << 31) - 1
+
+
+@dataclass(frozen=True)
+class _Plan:
+    kind: str                   # "known", "user" or "arg"
+    acc: DType
+    op: Any                     # the well-known name, the user function, or "min"/"max" (arg)
+    policy: SegmentedPolicy
+    target: Target
+    ident: Any                  # the operator's identity in acc (known and arg)
+    rows: Any                   # Kernel objects, launched with policy.block_threads
+    long: Any
+    final: Any
+
+    def shape(self, num_segments: int, num_items: int) -> Shape:
+        return choose_shape(self.policy, num_segments, num_items, self.target.sm_count,
+                            self.kind == "known")
+
+
+_kernels: dict[tuple, Any] = {}
+
+
+def _kernel(fn, threads: int):
+    key = (fn.pyfunc, threads)
+    k = _kernels.get(key)
+    if k is None:
+        k = _kernels[key] = ct.kernel(fn.pyfunc, num_threads=threads)
+    return k
+
+
+_plans: dict[tuple, _Plan] = {}
+
+
+def _plan(kind: str, in_dtype: DType, acc: DType, op: Any, target: Target,
+          offset_size: int) -> _Plan:
+    cache_key = (kind, in_dtype, acc, op, target, offset_size, overrides.generation(),
+                 tuning_lookup.state())
+    plan = _plans.get(cache_key)
+    if plan is None:
+        op_class = "arg" if kind == "arg" else op if kind == "known" else "user"
+        key = {"value_size": in_dtype.itemsize, "accum": acc.name, "op": op_class,
+               "offset_size": offset_size}
+        policy = select_segmented_policy(target.cc, key)
+        t = policy.block_threads
+        rows = {"known": K.rows_known, "user": K.rows_user, "arg": K.rows_arg}[kind]
+        ident = identity(op, acc) if kind != "user" else None
+        plan = _plans[cache_key] = _Plan(kind, acc, op, policy, target, ident, _kernel(rows, t),
+                                         _kernel(K.long_known, t), _kernel(K.split_final, t))
+    return plan
+
+
+def _buffer(temp_storage: Any, host: bool):
+    t = describe(temp_storage, "temp_storage")
+    if t.host != host:
+        raise TypeError('Invalid argument "temp_storage": it is a '
+                        + ("host NumPy array but the data are GPU arrays" if t.host else
+                           "GPU array but the data are host NumPy arrays (the interpreter)"))
+    return host_buffer(t.obj) if host else device_buffer(t.fields)
+
+
+def _check_dtype(a: Arg, name: str) -> None:
+    if a.dtype not in NUMERIC:
+        raise TypeError(f'Invalid argument "{name}": dtype {a.dtype.name} is not supported '
+                        f"(expected one of {[d.name for d in NUMERIC]})")
+
+
+def _check_count(num_segments: Any) -> int:
+    if isinstance(num_segments, (bool, np.bool_)) or \
+            not isinstance(num_segments, (int, np.integer)):
+        raise TypeError(f'Invalid argument "num_segments": expected an int, got '
+                        f"{type(num_segments).__name__}")
+    n = int(num_segments)
+    if n < 0:
+        raise ValueError(f'Invalid argument "num_segments": expected a count >= 0, got {n}')
+    if n > _MAX_SEGMENTS:
+        raise ValueError(f'Invalid argument "num_segments": at most 2**31 - 1 segments are '
+                         f"supported, got {n}")
+    return n
+
+
+def _check_len(a: Arg, name: str, n: int, what: str) -> None:
+    check_1d(a, name)
+    if a.size < n:
+        raise ValueError(f'Invalid argument "{name}": expected at least {n} elements ({what}), '
+                         f"got {a.size}")
+
+
+def _ingest(d_in, outs: list[tuple[str, Any]], num_segments, d_begin_offsets, d_end_offsets):
+    """Check the arrays shared by every entry point; (d_in, outs, n, begins,
+    ends, target, offset_size)."""
+    a_in = describe(d_in, "d_in")
+    a_outs = [(name, describe(o, name)) for name, o in outs]
+    a_b = describe(d_begin_offsets, "d_begin_offsets")
+    a_e = describe(d_end_offsets, "d_end_offsets")
+    n = _check_count(num_segments)
+    check_1d(a_in, "d_in")
+    _check_dtype(a_in, "d_in")
+    for name, a in (("d_begin_offsets", a_b), ("d_end_offsets", a_e)):
+        if a.dtype not in OFFSET_DTYPES:
+            raise TypeError(f'Invalid argument "{name}": expected int32 or int64 offsets, got '
+                            f"{a.dtype.name}")
+        _check_len(a, name, n, "one offset per segment")
+    for name, a in a_outs:
+        _check_len(a, name, n, "one per segment")
+    arrays = [("d_in", a_in), *a_outs, ("d_begin_offsets", a_b), ("d_end_offsets", a_e)]
+    if same_side(arrays):
+        target = interpreter_target()
+    else:
+        target = device_target(next(a.device_id for _, a in arrays if a.device_id >= 0))
+    wide = 8 if D.int64 in (a_b.dtype, a_e.dtype) else 4
+    return a_in, [a for _, a in a_outs], n, a_b, a_e, target, wide
+
+
+def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, a_in: Arg, begins,
+         ends, outs: tuple, init: Any) -> int:
+    shape = plan.shape(n, a_in.size)
+    layout = Layout(1)
+    split = shape.kind == "long" and shape.split > 1
+    if split:
+        partials = layout.slot(0).alias(plan.acc, n * shape.split)
+    needed = layout.size()
+    if temp_storage is None:
+        return needed
+    buf = _buffer(temp_storage, host)
+    layout.map_to_buffer(buf.nbytes)
+    if n == 0:
+        return needed
+    if host:
+        stream = None
+    x = a_in.obj
+    launch = ct.launch
+    if plan.kind == "arg":
+        out_v, out_i = outs
+        launch(stream, (-(-n // shape.segs),), plan.rows,
+               (x, begins, ends, out_v, out_i, n, init, shape.segs, shape.items, plan.ident,
+                plan.op == "max"))
+        return needed
+    (out,) = outs
+    if plan.kind == "user":
+        launch(stream, (-(-n // shape.segs),), plan.rows,
+               (x, begins, ends, out, n, init, shape.segs, shape.items, plan.acc, plan.op))
+    elif shape.kind == "rows":
+        launch(stream, (-(-n // shape.segs),), plan.rows,
+               (x, begins, ends, out, n, init, shape.segs, shape.items, plan.acc, plan.op,
+                plan.ident))
+    elif not split:
+        launch(stream, (n,), plan.long, (x, begins, ends, out, init, shape.items, plan.acc,
+                                         plan.op, plan.ident, 1, True))
+    else:
+        p = buf.view(partials)
+        launch(stream, (n * shape.split,), plan.long,
+               (x, begins, ends, p, init, shape.items, plan.acc, plan.op, plan.ident,
+                shape.split, False))
+        segs = max(1, plan.policy.block_threads * 4 // shape.split)
+        launch(stream, (-(-n // segs),), plan.final,
+               (p, out, n, init, segs, shape.split, plan.acc, plan.op, plan.ident))
+    return needed
+
+
+def _reduce(temp_storage, d_in, d_out, num_segments, d_begin_offsets, d_end_offsets, op: Any,
+            init: Any, stream, acc_rule: str) -> int:
+    a_in, (a_out,), n, a_b, a_e, target, wide = _ingest(
+        d_in, [("d_out", d_out)], num_segments, d_begin_offsets, d_end_offsets)
+    _check_dtype(a_out, "d_out")
+    name = op_name(op)
+    if acc_rule == "sum":
+        acc = sum_accumulator(a_in.dtype, a_out.dtype)
+    elif acc_rule == "extremum":  # CUB: init = numeric_limits<In>::max() (min) / lowest() (max)
+        acc = a_in.dtype
+        init = acc.numpy_dtype.type(acc.max if name == "min" else acc.min)
+    else:  # reduce: the type of init, else the output's
+        acc = scalar_dtype(init) or a_out.dtype
+        if acc not in NUMERIC:
+            raise TypeError(f'Invalid argument "init": dtype {acc.name} is not supported')
+    if name is not None:
+        check_operand_dtype(name, acc, "init" if acc_rule == "init" else "d_in")
+    init_value = as_scalar(init, acc, "init")
+    kind = "known" if name is not None else "user"
+    plan = _plan(kind, a_in.dtype, acc, name if name is not None else op, target, wide)
+    return _run(plan, temp_storage, a_in.host, stream, n, a_in, a_b.obj, a_e.obj, (a_out.obj,),
+                init_value)
+
+
+def _arg(temp_storage, d_in, d_out_value, d_out_index, num_segments, d_begin_offsets,
+         d_end_offsets, stream, max_: bool) -> int:
+    a_in, (a_v, a_i), n, a_b, a_e, target, wide = _ingest(
+        d_in, [("d_out_value", d_out_value), ("d_out_index", d_out_index)], num_segments,
+        d_begin_offsets, d_end_offsets)
+    _check_dtype(a_v, "d_out_value")
+    if not a_i.dtype.is_integer:
+        raise TypeError(f'Invalid argument "d_out_index": expected an integer dtype (int64, as '
+                        f"CUB writes), got {a_i.dtype.name}")
+    dt = a_in.dtype
+    # CUB's output for an empty segment: index 1 and numeric_limits<T>::max() (arg_min)
+    # or lowest() (arg_max), the largest finite values for floats.
+    empty = dt.numpy_dtype.type(dt.min if max_ else dt.max)
+    plan = _plan("arg", dt, dt, "max" if max_ else "min", target, wide)
+    return _run(plan, temp_storage, a_in.host, stream, n, a_in, a_b.obj, a_e.obj,
+                (a_v.obj, a_i.obj), empty)
+
+
+class DeviceSegmentedReduce:
+    """Segmented reductions with CUB's signatures (see docs/algorithms.md).
+
+    Segment s is d_in[d_begin_offsets[s]:d_end_offsets[s]] (int32 or int64
+    offsets; empty when the end is not after the begin). Segments may overlap
+    and come in any order; `offsets[:-1]`, `offsets[1:]` of one offsets array
+    describe consecutive segments. d_out[s] (and d_out_index[s]) is written for
+    s < num_segments and nothing else."""
+
+    @staticmethod
+    def sum(temp_storage, d_in, d_out, num_segments, d_begin_offsets, d_end_offsets,
+            stream=None) -> int:
+        """d_out[s] = the sum of segment s (0 when empty). The accumulator is
+        DeviceReduce.sum's (CUB's out + in; narrow floats in float32)."""
+        return _reduce(temp_storage, d_in, d_out, num_segments, d_begin_offsets, d_end_offsets,
+                       "add", 0, stream, "sum")
+
+    @staticmethod
+    def min(temp_storage, d_in, d_out, num_segments, d_begin_offsets, d_end_offsets,
+            stream=None) -> int:
+        """d_out[s] = min(the largest finite value of d_in's dtype, segment s);
+        NaNs are ignored (fmin, as CUB's cuda::minimum)."""
+        return _reduce(temp_storage, d_in, d_out, num_segments, d_begin_offsets, d_end_offsets,
+                       "min", None, stream, "extremum")
+
+    @staticmethod
+    def max(temp_storage, d_in, d_out, num_segments, d_begin_offsets, d_end_offsets,
+            stream=None) -> int:
+        """d_out[s] = max(the lowest finite value of d_in's dtype, segment s);
+        NaNs are ignored (fmax, as CUB's cuda::maximum)."""
+        return _reduce(temp_storage, d_in, d_out, num_segments, d_begin_offsets, d_end_offsets,
+                       "max", None, stream, "extremum")
+
+    @staticmethod
+    def arg_min(temp_storage, d_in, d_out_value, d_out_index, num_segments, d_begin_offsets,
+                d_end_offsets, stream=None) -> int:
+        """The first minimum of each segment and its offset in the segment (CUB's
+        KeyValuePair as two arrays; ties: the smallest offset; NaN counts as larger
+        than every number). Empty segment: the largest finite value and index 1."""
+        return _arg(temp_storage, d_in, d_out_value, d_out_index, num_segments,
+                    d_begin_offsets, d_end_offsets, stream, False)
+
+    @staticmethod
+    def arg_max(temp_storage, d_in, d_out_value, d_out_index, num_segments, d_begin_offsets,
+                d_end_offsets, stream=None) -> int:
+        """The first maximum of each segment and its offset in the segment (NaN
+        counts as smaller than every number). Empty segment: the lowest finite
+        value and index 1."""
+        return _arg(temp_storage, d_in, d_out_value, d_out_index, num_segments,
+                    d_begin_offsets, d_end_offsets, stream, True)
+
+    @staticmethod
+    def reduce(temp_storage, d_in, d_out, num_segments, d_begin_offsets, d_end_offsets, op,
+               init, stream=None) -> int:
+        """d_out[s] = op(init, op-reduction of segment s) (init when empty). `op`
+        as DeviceReduce.reduce; the accumulator has init's dtype (a NumPy scalar),
+        or d_out's for a Python number."""
+        return _reduce(temp_storage, d_in, d_out, num_segments, d_begin_offsets, d_end_offsets,
+                       op, init, stream, "init")

@@ -1,0 +1,79 @@
+"""DeviceScan's policy hub: the built-in policy per minimum architecture,
+refined by the tuning tables (`tuning_db/scan/sm_XY.yaml`) and by
+`override_policy("scan", ...)`.
+
+The tuning key: value_size (bytes per input item), accum (accumulator dtype
+name), op (operator class), offset_size (4, or 8 from 2**31 items) and by_key.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from ..tunings.lookup import resolve
+from ..tunings.schema import validate_params
+from .overrides import policy_overrides
+from .selector import chained
+
+__all__ = ["ScanPolicy", "select_scan_policy", "MODE_SINGLE_PASS", "MODE_REDUCE_THEN_SCAN"]
+
+MODE_SINGLE_PASS, MODE_REDUCE_THEN_SCAN = 0, 1
+
+
+@dataclass(frozen=True)
+class ScanPolicy:
+    block_threads: int      # threads per block
+    items_per_thread: int   # items per thread per tile
+    mode: int               # MODE_SINGLE_PASS or MODE_REDUCE_THEN_SCAN
+    blocks_per_sm: int      # reduce-then-scan grid: at most sm_count * blocks_per_sm
+    source: str = "built-in"
+
+    @property
+    def tile_items(self) -> int:
+        return self.block_threads * self.items_per_thread
+
+
+def _items(key: dict, bytes_per_thread: int) -> int:
+    """Items per thread so that a thread holds `bytes_per_thread` of accumulators
+    (by-key scans carry a head flag per item too, user operators more live
+    values: half as many)."""
+    acc = max(4, key.get("value_size", 4))
+    half = key.get("by_key") or key.get("op") == "user"
+    per = bytes_per_thread // acc // (2 if half else 1)
+    return max(1, min(64, per))
+
+
+def _sm70(key: dict) -> dict:
+    return dict(block_threads=128, items_per_thread=_items(key, 128), mode=MODE_SINGLE_PASS,
+                blocks_per_sm=4)
+
+
+def _sm80(key: dict) -> dict:
+    return dict(block_threads=128, items_per_thread=_items(key, 256), mode=MODE_SINGLE_PASS,
+                blocks_per_sm=4)
+
+
+def _sm90(key: dict) -> dict:
+    return dict(block_threads=128, items_per_thread=_items(key, 256), mode=MODE_SINGLE_PASS,
+                blocks_per_sm=4)
+
+
+def select_scan_policy(cc: int, key: dict) -> ScanPolicy:
+    """The policy for compute capability `cc` and tuning `key`: the hub's
+    policy for the newest architecture <= cc, then the tables' fields for the
+    key (exact row, table default, previous architecture's table), then any
+    active override."""
+    fields = chained(cc, [(70, lambda: _sm70(key)), (80, lambda: _sm80(key)),
+                          (90, lambda: _sm90(key))])
+    resolved = resolve("scan", cc, key)
+    fields.update(resolved.params)
+    over = policy_overrides("scan")
+    fields.update(over)
+    source = "override_policy()" if over else resolved.source
+    validate_params("scan", fields, f"scan policy for sm_{cc} from {source}", complete=True)
+    return ScanPolicy(**fields, source=source)
+
+
+def policy_fields(policy: ScanPolicy) -> dict:
+    d = asdict(policy)
+    d.pop("source")
+    return d

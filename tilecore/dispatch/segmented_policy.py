@@ -1,0 +1,121 @@
+"""DeviceSegmentedReduce's policy hub: the built-in policy per minimum
+architecture, refined by the tuning tables (`tuning_db/segmented_reduce/
+sm_XY.yaml`) and by `override_policy("segmented_reduce", ...)`; and the
+kernel choice, a plain function of the policy and what the host knows
+without reading device memory (the number of segments, the input's length,
+the SM count).
+
+The tuning key: value_size (bytes per input item), accum (accumulator dtype
+name), op (operator class) and offset_size (4 or 8: the offsets' dtype).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from ..tunings.lookup import resolve
+from ..tunings.schema import validate_params
+from .overrides import policy_overrides
+from .selector import chained
+
+__all__ = ["SegmentedPolicy", "select_segmented_policy", "Shape", "choose_shape"]
+
+ALGORITHM = "segmented_reduce"
+
+
+@dataclass(frozen=True)
+class SegmentedPolicy:
+    block_threads: int            # threads per block of both kernels
+    rows_items_per_thread: int    # rows kernel: tile = block_threads * this
+    min_row_items: int            # rows kernel: narrowest row
+    long_items_per_thread: int    # long kernel: tile = block_threads * this
+    long_min_avg_items: int       # average segment length from which the long kernel runs
+    split_min_blocks_per_sm: int  # long kernel: split segments while fewer blocks than this/SM
+    source: str = "built-in"
+
+    @property
+    def rows_tile(self) -> int:
+        return self.block_threads * self.rows_items_per_thread
+
+    @property
+    def long_tile(self) -> int:
+        return self.block_threads * self.long_items_per_thread
+
+
+def _per_thread(key: dict, nbytes: int) -> int:
+    """Items per thread so that each thread holds `nbytes` of input per step
+    (whole 16-byte vectors), at most 32; halved for arg reductions."""
+    per = nbytes // (2 if key.get("op") == "arg" else 1)
+    return max(1, min(32, per // key.get("value_size", 4)))
+
+
+def _sm70(key: dict) -> dict:
+    return dict(block_threads=256, rows_items_per_thread=_per_thread(key, 16), min_row_items=32,
+                long_items_per_thread=_per_thread(key, 32), long_min_avg_items=8192,
+                split_min_blocks_per_sm=4)
+
+
+def _sm80(key: dict) -> dict:
+    return dict(block_threads=256, rows_items_per_thread=_per_thread(key, 32), min_row_items=32,
+                long_items_per_thread=_per_thread(key, 64), long_min_avg_items=8192,
+                split_min_blocks_per_sm=4)
+
+
+def _sm90(key: dict) -> dict:
+    return _sm80(key)
+
+
+def select_segmented_policy(cc: int, key: dict) -> SegmentedPolicy:
+    """The policy for compute capability `cc` and tuning `key`: the hub's
+    policy for the newest architecture <= cc, the tables' fields for the key
+    (exact row, table default, previous architecture's table), then any
+    active override."""
+    fields = chained(cc, [(70, lambda: _sm70(key)), (80, lambda: _sm80(key)),
+                          (90, lambda: _sm90(key))])
+    resolved = resolve(ALGORITHM, cc, key)
+    fields.update(resolved.params)
+    over = policy_overrides(ALGORITHM)
+    fields.update(over)
+    source = "override_policy()" if over else resolved.source
+    validate_params(ALGORITHM, fields, f"{ALGORITHM} policy for sm_{cc} from {source}",
+                    complete=True)
+    return SegmentedPolicy(**fields, source=source)
+
+
+class Shape(NamedTuple):
+    """The kernel a call runs and its compile-time shape.
+    kind "rows": a block reduces `segs` segments, each through a row of
+    `items` lanes. kind "long": `split` blocks per segment (1: one block
+    writing the result), each loading `items`-item aligned tiles."""
+    kind: str
+    segs: int
+    items: int
+    split: int
+
+
+def _pow2_ceil(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def _pow2_floor(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n.bit_length() - 1)
+
+
+def choose_shape(p: SegmentedPolicy, num_segments: int, num_items: int, sm_count: int,
+                 long_ok: bool) -> Shape:
+    """The kernel for `num_segments` segments over an input of `num_items`
+    items (d_in's length: the host's bound on the total, read without touching
+    device memory). `long_ok`: the operator has a long kernel (well-known
+    operators)."""
+    avg = num_items // max(num_segments, 1)
+    if long_ok and avg >= p.long_min_avg_items:
+        tile = p.long_tile
+        split = 1
+        want = sm_count * p.split_min_blocks_per_sm
+        if num_segments < want:
+            # enough blocks to fill the device, each with at least two tiles
+            split = min(_pow2_ceil(-(-want // max(num_segments, 1))),
+                        _pow2_floor(max(avg // (2 * tile), 1)), 1024)
+        return Shape("long", 1, tile, split)
+    items = min(max(_pow2_ceil(avg), p.min_row_items), p.rows_tile)
+    return Shape("rows", p.rows_tile // items, items, 1)
