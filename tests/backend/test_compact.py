@@ -158,6 +158,34 @@ def test_row_broadcast_is_staged_in_the_loop_that_reads_it(compact, monkeypatch)
     assert f"tc::Frag<float, 8> v{t.id};" not in src  # the broadcast needs no fragment
 
 
+def test_staged_reductions_share_one_function_and_shared_memory_is_declared_once(
+        compact, monkeypatch):
+    """Row sums of (64, 64) tiles in a compact kernel: the staging, barriers and
+    folds of every call site are one `__noinline__` function, defined once;
+    the dynamic shared memory is declared once, at file scope, ahead of every
+    function that uses it (declarations in each function drew NVRTC's warning
+    "name linkage conflicts with previous declaration")."""
+    monkeypatch.setattr(outline, "SEGMENT_OPS", 4)
+    b = Builder()
+    a, c = b.array("a", D.float32, 2), b.array("c", D.float32, 2)
+    bid = b.op("bid", (), (TileType(D.int32, ()),), axis=0)
+    x = b.load(a, [bid, bid], (64, 64))
+    for _ in range(3):
+        s = b.op("reduce", (x,), (TileType(D.float32, (64, 1)),), fn="sum", axes=(1,),
+                 keepdims=True)
+        x = b.binary("sub", x, b.op("broadcast", (s,), (x.type,), shape=(64, 64)))
+    b.store(c, x, [bid, bid])
+    g = generate(b.fn, {0: ArraySpec(True, True), 1: ArraySpec(True, True)}, CodegenOptions())
+    src = g.source
+    defs = re.findall(r"static __device__ __noinline__ void (tc_fold_\w+)\(", src)
+    assert len(defs) == 1 and src.count(defs[0] + "(") == 1 + 3
+    decl = "extern __shared__ __align__(16) unsigned char tc_smem[];"
+    head, kernel = src.split('extern "C"')
+    assert head.count(decl) == 1 and head.index(decl) < head.index("static __device__")
+    assert head.count("tc_smem") > 1  # used by the functions
+    assert compile_cubin(src, "sm_90", kernel_name=g.entry)[:4] == b"\x7fELF"
+
+
 def test_generated_code_is_identical_across_processes():
     script = textwrap.dedent("""
         import sys
@@ -412,3 +440,19 @@ def test_compact_kernel_is_compiled_once_with_fast_compile(compact, monkeypatch)
     assert "__noinline__" in got.source and "__launch_bounds__(512)" in got.source
     assert calls == [nvrtc.COMPACT_FAST_COMPILE] and nvrtc.COMPACT_FAST_COMPILE
     assert got.registers == 42
+
+
+def test_compact_register_cap_through_launch_bounds(compact, monkeypatch):
+    """host/compile.COMPACT_RESIDENT_THREADS: a compact kernel's launch bounds
+    ask for that many resident threads per SM (off by default)."""
+    import tilecore.host.compile as host_compile
+    from tilecore.runtime.cache import CompileCache
+
+    monkeypatch.setattr(host_compile, "default_cache", lambda: CompileCache(None))
+    x = np.zeros((4, 4096), np.float32)
+    plain = ct.compile(_long_rows_kernel(), (x, x.copy(), 4096), arch="sm_90")
+    assert "__launch_bounds__(512)" in plain.source
+    monkeypatch.setattr(host_compile, "COMPACT_RESIDENT_THREADS", 1024)
+    capped = ct.compile(_long_rows_kernel(), (x, x.copy(), 4096), arch="sm_90")
+    assert "__launch_bounds__(512, 2)" in capped.source
+    assert 0 < capped.registers <= 64

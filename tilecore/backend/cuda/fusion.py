@@ -18,7 +18,9 @@ reads it: the source is staged before the loop (one barrier for all of the
 run's broadcasts, each at its own offset, at most STAGE_BYTES in all) and
 each element is read in the loop, so that a 2-D kernel's `x - sum(x, axis=1)`
 costs no unrolled loops of its own (a third of the optimizer's time in a
-long 2-D kernel went to them).
+long 2-D kernel went to them); such a loop stays rolled. A run on tiles of one
+element per thread (a row of sums over a block of more threads) is emitted
+without a loop.
 """
 from __future__ import annotations
 
@@ -129,8 +131,13 @@ def _emit_loop(ctx: Ctx, ops: list[Op], fold: Op | None) -> None:
     smem = _stage(ctx, [op for op in ops if _staged(op)])
     if fold is not None:
         begin_fold(ctx, fold)
-    ctx.line(ctx.unroll(lay.per_thread, computed + len(outputs)))
-    ctx.open(f"for (int k = 0; k < {lay.per_thread}; ++k)")
+    if lay.per_thread == 1:  # one element per thread: no loop for NVVM to unroll
+        ctx.open("")
+        ctx.line("const int k = 0;")
+    else:  # a loop that reads staged broadcasts stays rolled: unrolled, the
+        # short `x - sum(x, axis=1)` loops of a 2-D kernel cost NVVM and ptxas 10%
+        ctx.line("#pragma unroll 1" if smem else ctx.unroll(lay.per_thread, computed + len(outputs)))
+        ctx.open(f"for (int k = 0; k < {lay.per_thread}; ++k)")
     if smem or any(op.name == "iota" for op in ops) or (fold is not None and (
             fold.name == "argreduce" or lay.partial)):
         ctx.line(f"const int e = {lay.elem('k')};")
@@ -146,8 +153,6 @@ def _emit_loop(ctx: Ctx, ops: list[Op], fold: Op | None) -> None:
             ctx.loc(op)
             name = f"u{op.result.id}"
             read = smem[op.result.id]
-            if lay.partial:  # a thread's element past the tile has no source element
-                read = f"{lay.valid('e')} ? {read} : {ctx.uses(op.result.type.dtype)}()"
             ctx.line(f"const {ctx.uses(op.result.type.dtype)} {name} = {read};")
             local[op.result.id] = name
         elif op.name in _ALIASES:
@@ -185,13 +190,23 @@ def _stage(ctx: Ctx, broadcasts: list[Op]) -> dict[int, str]:
         src = ctx.layout(x.type)
         store = f"{sm}[e] = {element_arg(ctx, x)};"
         guard = src.valid("e")
-        ctx.for_each(src, [f"if ({guard}) {store}" if guard else store])
+        if src.per_thread == 1:
+            ctx.open("")
+            ctx.line("const int k = 0;")
+            ctx.line(f"const int e = {src.elem('k')};")
+            ctx.line(f"if ({guard}) {store}" if guard else store)
+            ctx.close()
+        else:
+            ctx.for_each(src, [f"if ({guard}) {store}" if guard else store])
         src_shape, dst = x.type.shape, op.result.type.shape
         lead = len(dst) - len(src_shape)
         m = unravel("e", dst)
         terms = [(m[lead + j], rs) for j, (s, rs) in enumerate(zip(src_shape, row_strides(src_shape)))
                  if s != 1 and m[lead + j] != "0"]
         index = " + ".join(i if rs == 1 else f"{i} * {rs}" for i, rs in terms) or "0"
+        dst_lay = ctx.layout(op.result.type)
+        if dst_lay.partial and index != "0":  # a thread's element past the tile
+            index = f"{dst_lay.valid('e')} ? {index} : 0"  # reads any staged element
         reads[op.result.id] = f"{sm}[{index}]"
         offset += _staged_bytes(op)
     if broadcasts:

@@ -38,6 +38,12 @@ _RETURN = re.compile(r"\breturn\b")
 
 EmitOps = Callable[[Ctx, list[Op]], None]
 
+# The dynamic shared memory, declared once at file scope ahead of the outlined
+# functions and helpers that use it (a declaration in each function and again
+# in the kernel drew NVRTC's warning "name linkage conflicts with previous
+# declaration").
+SMEM_DECL = "extern __shared__ __align__(16) unsigned char tc_smem[];\n"
+
 
 def emit_outlined(ctx: Ctx, ops: list[Op], emit_ops: EmitOps) -> None:
     """Emit `ops` (one block's, in program order) with `emit_ops`, segments of
@@ -54,6 +60,8 @@ def emit_outlined(ctx: Ctx, ops: list[Op], emit_ops: EmitOps) -> None:
                 or not all(id(u) in outlined for u in ctx.users(op.result))]
         emit_ops(ctx, part)
         in_caller.update(op.result.id for op in part if op.name == "constant")
+    if ops is ctx.fn.body.ops and any("tc_smem" in f for f in ctx.functions):
+        ctx.functions.insert(0, SMEM_DECL)  # ahead of every function that uses it
 
 
 def _partition(ops: list[Op]) -> list[list[Op]]:
@@ -123,8 +131,6 @@ def _emit_segment(ctx: Ctx, ops: list[Op], emit_ops: EmitOps, in_caller: set[int
     ctx.line(f"{name}({', '.join(args)});")
 
     head = [f"static __device__ __noinline__ void {name}({', '.join(params)}) {{"]
-    if any("tc_smem" in line for line in body):
-        head.append("  extern __shared__ __align__(16) unsigned char tc_smem[];")
     tail = [f"  out_{ctx.name(v)} = {ctx.name(v)};" for v in outputs]
     ctx.functions.append("\n".join(head + body + tail + ["}", ""]))
 

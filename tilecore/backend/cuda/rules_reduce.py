@@ -1,13 +1,19 @@
 """Rules for reduce and argreduce. A reduction to one element runs thread ->
 warp shuffles -> shared memory (tc::block_allreduce, with partials of its own
-per call site) and leaves the result in every thread; other reductions stage the tile in shared memory and each
-thread folds the reduced extent for its own output elements, in order.
+per call site) and leaves the result in every thread; other reductions stage
+the tile in shared memory and fold the reduced extent of each output element
+in a fixed order: by one thread, or by a group of lanes and shuffles when the
+block has threads to spare (a (16, 128) tile summed along its rows by 128
+threads: 8 lanes per row).
 
 In a compact kernel (emit.Ctx.compact) a reduction to one element folds its
 operand in the fused loop that computes it (fusion.py: begin_fold, fold_step,
-end_fold) and calls one shared copy of the block-wide steps (tc_allreduce)."""
+end_fold) and calls one shared copy of the block-wide steps (tc_allreduce);
+another reduction calls one `__noinline__` function per distinct reduction
+that stages, folds and waits (_fold_staged_call)."""
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 
@@ -108,8 +114,14 @@ def end_fold(ctx: Ctx, op: Op) -> None:
 
 
 def _fold_staged(ctx: Ctx, op: Op, axes: tuple[int, ...], term, result: str) -> None:
-    """Stage the input; each output element folds term(smem_index, r) over r."""
+    """Stage the input; each output element folds term(smem_index, r) over r:
+    by one thread, or, when the block has at least two threads per output
+    element, by a group of G lanes (G a power of two up to 32) that fold every
+    G-th value and combine their partials with shuffles, in a fixed order."""
     x = op.operands[0]
+    if ctx.compact and x.id not in ctx.packed:
+        _fold_staged_call(ctx, op, axes, term, result)
+        return
     shape = x.type.shape
     rs = row_strides(shape)
     kept = [i for i in range(len(shape)) if i not in axes]
@@ -126,19 +138,143 @@ def _fold_staged(ctx: Ctx, op: Op, axes: tuple[int, ...], term, result: str) -> 
     off = " + ".join(f"{mi} * {rs[a]}" for mi, a in zip(mr, axes) if mi != "0") or "0"
     lay = ctx.layout(op.result.type)
     extent = math.prod(red_shape)
-    body = [
-        f"const int base = {base};",
-        f"auto acc = {r}::identity();",
-        *([ctx.unroll(extent)] if ctx.compact else []),  # else NVVM unrolls it, 64 loads
-        f"for (int r = 0; r < {extent}; ++r) "
-        f"acc = {r}::combine(acc, {term(f'{sm}[base + {off}]')});",
-        f"{out}.v[k] = {result};",
-    ]
-    if lay.partial:  # threads without an output element must not read smem
-        body = [f"if ({lay.valid('e')}) {{"] + ["  " + b for b in body] + ["}"]
-    ctx.for_each(lay, body)
+    outputs = op.result.type.size
+    spare = ctx.threads // outputs   # threads per output element
+    group = min(32, 1 << spare.bit_length() - 1, 1 << extent.bit_length() - 1) if spare else 1
+    fold = f"acc = {r}::combine(acc, {term(f'{sm}[base + {off}]')});"
+    if group >= 2 and not ctx.compact:
+        _fold_grouped(ctx, op, r, sm, base, fold, group, extent, result, out)
+    else:
+        body = [
+            f"const int base = {base};",
+            f"auto acc = {r}::identity();",
+            *([ctx.unroll(extent)] if ctx.compact else []),  # else NVVM unrolls it, 64 loads
+            f"for (int r = 0; r < {extent}; ++r) {fold}",
+            f"{out}.v[k] = {result};",
+        ]
+        if lay.partial:  # threads without an output element must not read smem
+            body = [f"if ({lay.valid('e')}) {{"] + ["  " + b for b in body] + ["}"]
+        ctx.for_each(lay, body)
     ctx.unstage()
     ctx.close()
+
+
+def _fold_grouped(ctx: Ctx, op: Op, r: str, sm: str, base: str, fold: str, group: int,
+                  extent: int, result: str, out: str) -> None:
+    """The group form of _fold_staged: output element e is folded by threads
+    [e * group, (e + 1) * group), each over r = lane, lane + group, ...; the
+    partials meet in a butterfly of shuffles (the reducers' combine is
+    commutative) and go through shared memory, after the staged input, to the
+    threads that hold the output element in the result's layout."""
+    x = op.operands[0]
+    staged = (x.type.size * x.type.dtype.itemsize + 15) // 16 * 16
+    outputs = op.result.type.size
+    ctx.need_smem(staged + outputs * 16)   # 16 bytes: the widest accumulator (a value, an index)
+    ctx.line(f"auto acc = {r}::identity();")
+    ctx.open("")
+    ctx.line(f"const int e = (int)threadIdx.x / {group};")
+    ctx.open(f"if (e < {outputs})")
+    ctx.line(f"const int base = {base};")
+    ctx.line(f"for (int r = (int)threadIdx.x % {group}; r < {extent}; r += {group}) {fold}")
+    ctx.close()
+    ctx.close()
+    ctx.line(f"for (int m = {group // 2}; m >= 1; m >>= 1) acc = {r}::combine(acc, tc::shfl_xor(acc, m));")
+    ctx.line(f"auto* part = reinterpret_cast<decltype(acc)*>(tc_smem + {staged});")
+    ctx.line(f"if ((int)threadIdx.x % {group} == 0 && (int)threadIdx.x < {outputs * group}) "
+             f"part[threadIdx.x / {group}] = acc;")
+    ctx.line("__syncthreads();")
+    lay = ctx.layout(op.result.type)
+    body = ["acc = part[e];", f"{out}.v[k] = {result};"]
+    if lay.partial:
+        body = [f"if ({lay.valid('e')}) {{"] + ["  " + b for b in body] + ["}"]
+    ctx.for_each(lay, body)
+
+
+# -- compact kernels: a staged reduction in a function of its own
+
+def _fold_index(op: Op, axes: tuple[int, ...]) -> tuple[str, str, int]:
+    """C++ expressions, in e (an output element) and r (a step of the fold), of
+    the staged input element's base and offset, and the fold's extent."""
+    shape = op.operands[0].type.shape
+    rs = row_strides(shape)
+    kept = [i for i in range(len(shape)) if i not in axes]
+    m = unravel("e", op.result.type.shape)
+    if op.attrs["keepdims"]:
+        m = [m[i] for i in kept]
+    base = " + ".join(f"{mi} * {rs[a]}" for mi, a in zip(m, kept) if mi != "0") or "0"
+    red_shape = tuple(shape[a] for a in axes)
+    mr = unravel("r", red_shape)
+    off = " + ".join(f"{mi} * {rs[a]}" for mi, a in zip(mr, axes) if mi != "0") or "0"
+    return base, off, math.prod(red_shape)
+
+
+def _fold_staged_call(ctx: Ctx, op: Op, axes: tuple[int, ...], term, result: str) -> None:
+    """_fold_staged in a compact kernel: the staging, the barriers and the folds
+    in one `__noinline__` function per distinct reduction (named by a hash of
+    its C++ text), called with the operand's and the result's fragments, so
+    that a kernel reducing rows a hundred times optimizes that code once (NVVM
+    spent half its time in a long 2-D kernel on the inline copies)."""
+    x = op.operands[0]
+    r = _reducer(ctx, op.attrs["fn"], x)
+    ct = ctx.uses(x.type.dtype)
+    ctx.need_smem(x.type.size * x.type.dtype.itemsize)
+    src, lay = ctx.layout(x.type), ctx.layout(op.result.type)
+    base, off, extent = _fold_index(op, axes)
+    step = f"acc = {r}::combine(acc, {term(f'sm[base + {off}]')});"
+    store = f"if ({src.valid('e')}) sm[e] = x.v[k];" if src.partial else "sm[e] = x.v[k];"
+    body = [f"  {ct}* sm = reinterpret_cast<{ct}*>(tc_smem);",
+            "  #pragma unroll",
+            f"  for (int k = 0; k < {src.per_thread}; ++k) {{",
+            f"    const int e = {src.elem('k')};",
+            f"    {store}",
+            "  }",
+            "  __syncthreads();"]
+    outputs = op.result.type.size
+    spare = ctx.threads // outputs
+    group = min(32, 1 << (spare.bit_length() - 1), 1 << (extent.bit_length() - 1)) if spare else 1
+    if group >= 2:
+        # G lanes per output element fold every G-th value; a butterfly of
+        # shuffles combines them (the reducers' combine is commutative) and the
+        # partials reach the threads holding the outputs through shared memory
+        staged = (x.type.size * x.type.dtype.itemsize + 15) // 16 * 16
+        ctx.need_smem(staged + outputs * 16)  # the widest accumulator: a value and an index
+        fold = [f"auto acc = {r}::identity();",
+                "{",
+                f"  const int e = (int)threadIdx.x / {group};",
+                f"  if (e < {outputs}) {{",
+                f"    const int base = {base};",
+                f"    for (int r = (int)threadIdx.x % {group}; r < {extent}; r += {group}) {step}",
+                "  }",
+                "}",
+                f"for (int m = {group // 2}; m >= 1; m >>= 1) "
+                f"acc = {r}::combine(acc, tc::shfl_xor(acc, m));",
+                f"auto* part = reinterpret_cast<decltype(acc)*>(tc_smem + {staged});",
+                f"if ((int)threadIdx.x % {group} == 0 && (int)threadIdx.x < {outputs * group}) "
+                f"part[threadIdx.x / {group}] = acc;",
+                "__syncthreads();"]
+        each = ["acc = part[e];", f"out.v[k] = {result};"]
+        body += ["  " + b for b in fold]
+    else:
+        each = [f"const int base = {base};",
+                f"auto acc = {r}::identity();",
+                "#pragma unroll" if extent <= 8 else "#pragma unroll 4",
+                f"for (int r = 0; r < {extent}; ++r) {step}",
+                f"out.v[k] = {result};"]
+    if lay.partial:  # threads without an output element must not read smem
+        each = [f"if ({lay.valid('e')}) {{"] + ["  " + b for b in each] + ["}"]
+    body += ["  #pragma unroll",
+             f"  for (int k = 0; k < {lay.per_thread}; ++k) {{",
+             f"    const int e = {lay.elem('k')};",
+             *["    " + b for b in each],
+             "  }",
+             "  __syncthreads();",
+             "}", ""]
+    params = f"(const {ctx.frag(x.type)}& x, {ctx.frag(op.result.type)}& out)"
+    text = "\n".join(body)
+    name = f"tc_fold_{hashlib.sha1((params + text).encode()).hexdigest()[:12]}"
+    ctx.helper(f"static __device__ __noinline__ void {name}{params} {{\n{text}")
+    out = ctx.declare(op.result)
+    ctx.line(f"{name}({ctx.name(x)}, {out});")
 
 
 def _reduce(ctx: Ctx, op: Op) -> None:
