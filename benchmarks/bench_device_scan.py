@@ -11,11 +11,17 @@ call, status init and scan, are both timed). Every implementation is checked
 against NumPy before it is timed. The issue's goal: tilecore >= 90% of the
 copy and 10-20% above CUB.
 
-    python benchmarks/bench_device_scan.py [--out DIR] [--sweep]
+    python benchmarks/bench_device_scan.py [--out DIR] [--sweep] [--sizes 24,28]
+                                           [--scans incl,excl]
 
---sweep also times policy candidates (tile = block_threads * items_per_thread,
-and the reduce-then-scan mode) through override_policy, to fill
-tuning_db/scan/sm_90.yaml.
+--sweep also times policy candidates through override_policy, to fill
+tuning_db/scan/sm_90.yaml: the tile (block_threads * items_per_thread), the
+look-back window (mode 2, exact operators: int32 here), the group size (mode 3,
+float32 here), the Fenwick look-back (mode 0), the groups for exact operators
+too, the exclusive-by-inverse load, and reduce-then-scan (mode 1). Every
+candidate sets small_items=0, so it runs its tile at every size: the 2^24
+column picks small_block_threads (and whether small_items is worth having).
+Each implementation is checked against one NumPy reference per case.
 """
 from __future__ import annotations
 
@@ -33,9 +39,35 @@ from tilecore.dispatch import override_policy
 
 SIZES = (24, 26, 27, 28)
 DTYPES = (np.float32, np.int32)
-SWEEP = [dict(block_threads=bt, items_per_thread=ipt, mode=0)
-         for bt, ipt in ((128, 32), (128, 64), (256, 32), (256, 16), (128, 128), (512, 16))] + \
-        [dict(mode=1, blocks_per_sm=bps) for bps in (2, 4)]
+_ALL = dict(small_items=0)
+SWEEP = [dict(_ALL),                                                  # the shipped tile
+         dict(_ALL, block_threads=512), dict(_ALL, block_threads=256),
+         dict(_ALL, block_threads=128, items_per_thread=64),
+         dict(_ALL, block_threads=1024, items_per_thread=16),
+         dict(_ALL, lookback_window=8), dict(_ALL, lookback_window=32),  # mode 2 (int32)
+         dict(_ALL, group_tiles=16), dict(_ALL, group_tiles=64),          # mode 3 (float32)
+         dict(_ALL, group_tiles=128),
+         dict(_ALL, mode=0, exact_mode=0),                               # Fenwick, both
+         dict(_ALL, exact_mode=3),                                       # groups for int32
+         dict(_ALL, block_threads=512, exclusive_inverse=1),             # int32 exclusive
+         dict(_ALL, mode=1, exact_mode=1, block_threads=256, blocks_per_sm=2),
+         dict(_ALL, mode=1, exact_mode=1, block_threads=256, blocks_per_sm=4)]
+
+
+def _tag(p: dict) -> str:
+    """A sweep candidate's name: its fields other than small_items=0."""
+    return " ".join(f"{k}={v}" for k, v in p.items() if k != "small_items") or "tile 1024x32"
+
+
+def _arg(name: str, default):
+    """This script's own option `name VALUE[,VALUE...]`, taken out of sys.argv
+    (common.parse_out knows only the shared options)."""
+    if name in sys.argv:
+        i = sys.argv.index(name)
+        value = sys.argv[i + 1].split(",")
+        del sys.argv[i:i + 2]
+        return value
+    return default
 
 
 def user_add(a, b):
@@ -95,21 +127,32 @@ def _inputs(n: int, dtype, count: int) -> list:
             for _ in range(count)]
 
 
-def _check(name: str, fn, x, y, exclusive: bool) -> None:
+def _reference(x, exclusive: bool):
+    """(the host input, the exact reference) of one case, computed once."""
+    host = cp.asnumpy(x)
+    if exclusive:
+        host = host[:-1]
+    if x.dtype == cp.int32:
+        return host, np.cumsum(host, dtype=np.int64).astype(np.int32)
+    return host, np.cumsum(host.astype(np.float64))
+
+
+def _check(name: str, fn, x, y, exclusive: bool, ref) -> None:
+    host, want = ref
     y.fill(0)
     fn(x, y)
     cp.cuda.Device().synchronize()
-    host = cp.asnumpy(x)
-    got = cp.asnumpy(y).astype(np.float64)
+    got = cp.asnumpy(y)
     if exclusive:
+        ok = got[0] == 0
         got = got[1:]
-        host = host[:-1]
-    if x.dtype == cp.int32:
-        ok = np.array_equal(got, np.cumsum(host, dtype=np.int64).astype(np.int32))
     else:
-        h = host.astype(np.float64)
-        bound = x.shape[0] * 2.0 ** -24 * np.cumsum(np.abs(h))
-        ok = bool((np.abs(got - np.cumsum(h)) <= bound).all())
+        ok = True
+    if x.dtype == cp.int32:
+        ok = ok and np.array_equal(got, want)
+    else:
+        bound = x.shape[0] * 2.0 ** -24 * np.cumsum(np.abs(host.astype(np.float64)))
+        ok = ok and bool((np.abs(got.astype(np.float64) - want) <= bound).all())
     if not ok:
         raise AssertionError(f"{name} is wrong at n={x.shape[0]} ({x.dtype}, "
                              f"{'exclusive' if exclusive else 'inclusive'})")
@@ -119,10 +162,7 @@ def _impls(x, y, exclusive: bool, sweep: bool, log2n: int) -> dict:
     impls = {"tilecore": TileScan(x, y, exclusive)}
     if sweep:
         for p in SWEEP:
-            tag = f"mode {p['mode']}" + (f" {p['block_threads']}x{p['items_per_thread']}"
-                                          if "block_threads" in p else
-                                          f" bps {p['blocks_per_sm']}")
-            impls[f"tilecore {tag}"] = TileScan(x, y, exclusive, p)
+            impls[f"tilecore {_tag(p)}"] = TileScan(x, y, exclusive, p)
     if log2n == 27 and not exclusive:
         impls["tilecore user_add"] = TileScan(x, y, exclusive, op=user_add)
     try:
@@ -137,20 +177,23 @@ def _impls(x, y, exclusive: bool, sweep: bool, log2n: int) -> dict:
 
 
 def main() -> None:
+    sizes = [int(v) for v in _arg("--sizes", SIZES)]
+    scans = _arg("--scans", ["incl", "excl"])
     out = parse_out()
     sweep = "--sweep" in sys.argv
     copy = copy_bandwidth_gbs()
     rows, records, header = [], [], []
-    for exclusive in (False, True):
+    for exclusive in [e for e in (False, True) if ("excl" if e else "incl") in scans]:
         for dtype in DTYPES:
-            for log2n in SIZES:
+            for log2n in sizes:
                 n = 1 << log2n
                 sets = _inputs(n, dtype, buffer_sets(8 * n))
                 impls = _impls(*sets[0], exclusive, sweep, log2n)
+                ref = _reference(sets[0][0], exclusive)
                 gbs, temp = {}, {}
                 for name, fn in impls.items():
                     with fn.context() if hasattr(fn, "context") else contextlib.nullcontext():
-                        _check(name, fn, *sets[0], exclusive)
+                        _check(name, fn, *sets[0], exclusive, ref)
                         ms = steady_ms([lambda x=x, y=y, fn=fn: fn(x, y) for x, y in sets])
                     gbs[name] = 8 * n / ms / 1e6
                     if hasattr(fn, "nbytes"):

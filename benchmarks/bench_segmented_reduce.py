@@ -13,7 +13,11 @@ inputs). Also min/max/arg_max relative to the sum, int32 offsets beside int64.
     python benchmarks/bench_segmented_reduce.py [--out DIR] [--sweep]
 
 --sweep also times policy candidates (override_policy("segmented_reduce", ...))
-per case and prints the best, the numbers to put in tuning_db/segmented_reduce/.
+per case and prints the best beside the shipped policy, the numbers to put in
+tuning_db/segmented_reduce/: the rows kernel's block size, items per thread
+and row groups per block (rows_waves) on 2^20 x 128; rows against the long
+kernel, fixed and fitted long tiles on the random lengths; the long kernel's
+block size, tile and split on 1024 x 2^17.
 """
 from __future__ import annotations
 
@@ -148,16 +152,27 @@ def operators(records) -> list:
     return rows
 
 
+def _rows(b, r, w=1, **kw):
+    return dict(block_threads=b, rows_items_per_thread=r, rows_waves=w,
+                long_min_avg_items=1 << 30, **kw)
+
+
+def _long(b, hi, lo=None, **kw):
+    """The long kernel with tiles of b * lo .. b * hi items (lo None: b * hi only)."""
+    return dict(long_block_threads=b, long_items_per_thread=hi,
+                long_min_items_per_thread=hi if lo is None else lo, long_min_avg_items=1, **kw)
+
+
+# {} first: the shipped policy, for reference
 SWEEP = {
-    "2^20 x 128": [dict(block_threads=b, rows_items_per_thread=r)
-                   for b, r in itertools.product((128, 256, 512), (4, 8, 16))],
-    "2^18 x U(1..4096)": [dict(block_threads=b, rows_items_per_thread=r, long_min_avg_items=1 << 30)
-                          for b, r in itertools.product((128, 256, 512), (4, 8, 16))] +
-                         [dict(block_threads=b, long_items_per_thread=li, long_min_avg_items=1,
-                               split_min_blocks_per_sm=0)
-                          for b, li in itertools.product((128, 256), (4, 8, 16))],
-    "1024 x 2^17": [dict(block_threads=b, long_items_per_thread=li, split_min_blocks_per_sm=s)
-                    for b, li, s in itertools.product((256, 512), (8, 16, 32), (0, 8, 16))],
+    "2^20 x 128": [{}] + [_rows(b, r, w) for b, r, w in
+                          itertools.product((128, 256), (4, 8, 16), (1, 2, 4))],
+    "2^18 x U(1..4096)": [{}] + [_rows(b, r) for b, r in itertools.product((128, 256), (8, 16))] +
+                         [_long(b, hi, split_min_blocks_per_sm=0)
+                          for b, hi in itertools.product((128, 256, 512), (4, 8, 16, 32))] +
+                         [_long(256, 32, lo, split_min_blocks_per_sm=0) for lo in (4, 8, 16)],
+    "1024 x 2^17": [{}] + [_long(b, hi, split_min_blocks_per_sm=s)
+                           for b, hi, s in itertools.product((256, 512), (16, 32), (0, 8))],
 }
 
 
@@ -176,8 +191,11 @@ def sweep(records) -> list:
                 check(o, sets[-1], off, total)
             results.append((g, cand))
             records.append({"op": "sweep", "case": name, "policy": cand, "gbs": g})
+        shipped = results[0][0]
         results.sort(key=lambda r: -r[0])
-        rows += [[name, round(g, 1), str(c)] for g, c in results[:5]]
+        rows += [[name, round(g, 1), f"{g / shipped:.3f}", str(c or "shipped")]
+                 for g, c in results[:5]]
+        rows.append([name, round(shipped, 1), "1.000", "shipped: " + _shape(sets[0], n)])
         del sets
         cp.get_default_memory_pool().free_all_blocks()
     return rows
@@ -196,8 +214,8 @@ def main() -> None:
     print_table("operators (int64 offsets), GB/s, and relative to the sum",
                 ["case", "op", "GB/s", "of sum"], operators(records))
     if do_sweep:
-        print_table("policy sweep: the best 5 candidates per case", ["case", "GB/s", "policy"],
-                    sweep(records))
+        print_table("policy sweep (int64 offsets): the best 5 candidates per case, then the "
+                    "shipped policy", ["case", "GB/s", "x shipped", "policy"], sweep(records))
     path = write_json(out, "segmented_reduce", {**device_info(), "copy_gbs": copy_gbs,
                                                 "cuda_compute": cc is not None,
                                                 "results": records})

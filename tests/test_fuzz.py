@@ -16,7 +16,7 @@ import tilecore as ct
 from tilecore.language import dtypes as D
 from tilecore.testing.fuzz import GenConfig, generate, run_program
 from tilecore.testing.fuzz import execute
-from tilecore.testing.fuzz.catalog import (KNOWN_ISSUES, NOT_FUZZED_FUNCTIONS, NOT_FUZZED_IR,
+from tilecore.testing.fuzz.catalog import (NOT_FUZZED_FUNCTIONS, NOT_FUZZED_IR,
                                            catalog_keys, language_functions)
 from tilecore.testing.fuzz.minimize import minimize
 from tilecore.testing.fuzz.reproducer import load, save
@@ -350,16 +350,16 @@ def test_flush_to_zero_flushes_subnormal_operands():
     assert np.signbit(out[2])
 
 
-# --- open issues the generator steers around (catalog.KNOWN_ISSUES) ---------------------------
+# --- fixed fuzzer findings ------------------------------------------------------------------
 @ct.kernel
 def _fold_against_run_time(src, folded, computed):
     ct.store(folded, index=(0,), tile=ct.full((2,), ct.bfloat16(1.0 + 2.0**-8 + 2.0**-30)))
     ct.store(computed, index=(0,), tile=ct.load(src, index=(0,), shape=(2,)).astype(ct.bfloat16))
 
 
-@pytest.mark.xfail(strict=True, reason=KNOWN_ISSUES["fold_round_twice"])
 def test_constant_folding_rounds_once_like_run_time():
-    """When this passes, delete "fold_round_twice" from catalog.KNOWN_ISSUES."""
+    """A fuzzer finding, fixed: a float64 constant folded to bfloat16 was rounded
+    twice (through float32) and gave 1.0; run time rounds once: 1 + 2^-7."""
     src = np.full(2, 1.0 + 2.0**-8 + 2.0**-30)
     folded, computed = (np.zeros(2, ml_dtypes.bfloat16) for _ in range(2))
     ct.launch(None, (1,), _fold_against_run_time, (src, folded, computed))

@@ -1,7 +1,8 @@
 """DeviceScan on the interpreter against sequential NumPy references: every
-entry point, every dtype, sizes around the tile, both policy modes (single
-pass, reduce-then-scan), a non-commutative user operator, by-key runs,
-in-place scans, the two-phase protocol and the errors (nothing written).
+entry point, every dtype, sizes around the tile, every policy mode (Fenwick
+single pass, reduce-then-scan, decoupled look-back for exact operators,
+two-level groups), a non-commutative user operator, by-key runs, in-place
+scans, the two-phase protocol and the errors (nothing written).
 
 A small policy (64-item tiles) makes the interpreter run many tiles; every
 launch is also compiled for sm_80 and sm_90 and, on a GPU machine, replayed
@@ -18,8 +19,15 @@ from tilecore.algorithms import DeviceScan as S, cumsum
 from tilecore.dispatch import override_policy
 
 TILE = 64
-SINGLE_PASS = dict(block_threads=32, items_per_thread=2, mode=0, blocks_per_sm=2)
-REDUCE_THEN_SCAN = dict(block_threads=32, items_per_thread=2, mode=1, blocks_per_sm=2)
+_SMALL = dict(block_threads=32, items_per_thread=2, blocks_per_sm=2, small_items=0)
+SINGLE_PASS = dict(_SMALL, mode=0, exact_mode=0)                      # Fenwick
+REDUCE_THEN_SCAN = dict(_SMALL, mode=1, exact_mode=1)
+# decoupled look-back for exact operators (windows of 4 status words: look-backs
+# over several windows), two-level groups of 4 tiles for the others
+LOOKBACK = dict(_SMALL, mode=3, exact_mode=2, lookback_window=4, group_tiles=4)
+GROUPS = dict(_SMALL, mode=3, exact_mode=3, group_tiles=4)
+MODES = [SINGLE_PASS, REDUCE_THEN_SCAN, LOOKBACK, GROUPS]
+MODE_IDS = ["fenwick", "rts", "lookback", "groups"]
 SIZES = [0, 1, 2, 31, 32, 33, TILE - 1, TILE, TILE + 1, 2 * TILE + 5, 3001]
 INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 FLOATS = [np.float16, ml_dtypes.bfloat16, np.float32, np.float64]
@@ -75,7 +83,7 @@ def take_last(a, b):
 
 
 # --- sums --------------------------------------------------------------------------------------
-@pytest.mark.parametrize("mode", [SINGLE_PASS, REDUCE_THEN_SCAN], ids=["single", "rts"])
+@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
 @pytest.mark.parametrize("n", SIZES)
 def test_sums_float32_sizes(n, mode):
     x = small_ints(np.float32, n)
@@ -122,7 +130,7 @@ def test_narrow_sums_wrap_in_int32_and_convert():
     np.testing.assert_array_equal(y, 100 * np.arange(1, 301))    # int32 accumulator: exact
 
 
-@pytest.mark.parametrize("mode", [SINGLE_PASS, REDUCE_THEN_SCAN], ids=["single", "rts"])
+@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
 def test_in_place(mode):
     x = small_ints(np.float32, 1000)
     for method, want in ((S.inclusive_sum, np.cumsum(x)),
@@ -163,7 +171,7 @@ def test_min_max_float_ignore_nan():
         np.testing.assert_array_equal(y, f.accumulate(x))
 
 
-@pytest.mark.parametrize("mode", [SINGLE_PASS, REDUCE_THEN_SCAN], ids=["single", "rts"])
+@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
 def test_non_commutative_user_op(mode):
     """Affine maps composed in order: any reordering of the operands changes the result."""
     n = 2000
@@ -220,7 +228,7 @@ def same_parity(a, b):
     return (a % 2) == (b % 2)
 
 
-@pytest.mark.parametrize("mode", [SINGLE_PASS, REDUCE_THEN_SCAN], ids=["single", "rts"])
+@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
 def test_by_key_sums(mode):
     n = 1500
     keys = runs_of(n)
@@ -323,10 +331,131 @@ def test_policy_tables_and_overrides():
     from tilecore.tunings import TuningError
     key = dict(value_size=4, accum="float32", op="add", offset_size=4, by_key=False)
     p90 = select_scan_policy(90, key)
-    assert (p90.tile_items, p90.mode) == (8192, 0) and "sm_90.yaml" in p90.source
+    assert (p90.tile_items, p90.mode, p90.exact_mode) == (32768, 3, 2)
+    assert "sm_90.yaml" in p90.source
+    assert p90.threads_for(1 << 24) == 256 and p90.threads_for((1 << 24) + 1) == 1024
     assert "sm_80.yaml" in select_scan_policy(86, key).source
     assert select_scan_policy(70, key).source == "built-in"
-    assert select_scan_policy(120, {**key, "op": "user"}).items_per_thread == 32
-    with pytest.raises(TuningError, match="'mode': expected a value in 0..1, got 2"):
-        with override_policy("scan", mode=2):
+    assert select_scan_policy(120, {**key, "op": "user"}).tile_items == 16384
+    with pytest.raises(TuningError, match="'mode': expected a value in 0..3, got 4"):
+        with override_policy("scan", mode=4):
             pass
+    x = np.zeros(10, np.float32)
+    with pytest.raises(TuningError, match=r"mode != 2"):   # not deterministic for float sums
+        with override_policy("scan", mode=2):
+            S.inclusive_sum(None, x, x, 10)
+
+
+# --- the look-back modes -------------------------------------------------------------------------
+def test_exact_operator_classes():
+    from tilecore.algorithms.scan import exact_operator
+    from tilecore.language import dtypes as D
+    assert exact_operator("add", D.int32) and exact_operator("xor", D.uint8)
+    assert exact_operator("min", D.float32) and exact_operator("max", D.bfloat16)
+    assert not exact_operator("add", D.float32) and not exact_operator("mul", D.float64)
+    assert not exact_operator("user", D.int32)
+
+
+@pytest.mark.parametrize("mode", [LOOKBACK, GROUPS], ids=["lookback", "groups"])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.int64, np.uint64],
+                         ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("n", [1, TILE + 1, 9 * TILE + 7, 3001])
+def test_exact_ops_every_mode(n, dtype, mode):
+    """Integer sums (packed and wide status words), exclusive with init, min/max,
+    xor: a window or group boundary in every few tiles."""
+    x = small_ints(dtype, n)
+    acc = np.int32 if np.dtype(dtype).itemsize < 4 else dtype
+    with np.errstate(over="ignore"):
+        c = np.cumsum(x.astype(acc), dtype=acc)
+        y = np.zeros(n, dtype)
+        run(S.inclusive_sum, x, y, n, mode=mode)
+        np.testing.assert_array_equal(y, c.astype(dtype))
+        run(S.exclusive_scan, x, y, "add", acc(3), n, mode=mode)
+        want = (acc(3) + np.concatenate([[0], c[:-1]]).astype(acc)).astype(dtype)
+        np.testing.assert_array_equal(y, want)
+    run(S.inclusive_scan, x, y, "max", n, mode=mode)
+    np.testing.assert_array_equal(y, np.maximum.accumulate(x))
+    run(S.exclusive_scan, x, y, "min", dtype(7), n, mode=mode)
+    np.testing.assert_array_equal(y, seq_scan(list(x), min, dtype(7), exclusive=True))
+    run(S.inclusive_scan, x, y, "xor", n, mode=mode)
+    np.testing.assert_array_equal(y, np.bitwise_xor.accumulate(x.astype(acc)).astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.int64], ids=lambda d: np.dtype(d).name)
+def test_exclusive_inverse(dtype):
+    """exclusive_inverse=1: an exclusive integer add/xor scan from unshifted tiles,
+    as inclusive minus (xor) the item, in place too; other operators keep the
+    shifted load."""
+    n = 11 * TILE + 3
+    x = small_ints(dtype, n)
+    acc = np.int32 if np.dtype(dtype).itemsize < 4 else dtype
+    for mode in (LOOKBACK, GROUPS):
+        m = dict(mode, exclusive_inverse=1)
+        with np.errstate(over="ignore"):
+            want = (acc(5) + np.concatenate([[0], np.cumsum(x.astype(acc), dtype=acc)[:-1]])
+                    .astype(acc)).astype(dtype)
+        z = x.copy()
+        run(S.exclusive_scan, z, z, "add", acc(5), n, mode=m)
+        np.testing.assert_array_equal(z, want)
+        y = np.zeros_like(x)
+        run(S.exclusive_scan, x, y, "xor", acc(5), n, mode=m)
+        want = seq_scan([int(v) for v in x.astype(acc)], operator.xor, 5, exclusive=True)
+        np.testing.assert_array_equal(y.astype(np.int64), np.array(want).astype(dtype))
+        run(S.exclusive_scan, x, y, "max", dtype(0), n, mode=m)
+        np.testing.assert_array_equal(y, seq_scan(list(x), max, dtype(0), exclusive=True))
+
+
+@pytest.mark.parametrize("mode", [LOOKBACK, GROUPS], ids=["lookback", "groups"])
+def test_by_key_exact_and_wide(mode):
+    """By-key runs through the look-back (an aggregate with a head ends a look-back
+    early), over several tiles, with packed (int32) and wide (int64) values."""
+    n = 2500
+    keys = runs_of(n, 90)
+    keys[300:900] = 77777                                             # a run of ~10 tiles
+    for dtype in (np.int32, np.int64):
+        x = small_ints(dtype, n)
+        y = np.zeros_like(x)
+        run(S.inclusive_sum_by_key, keys, x, y, n, mode=mode)
+        np.testing.assert_array_equal(y, by_key_ref(keys, x, operator.add))
+        run(S.exclusive_scan_by_key, keys, x, y, "max", dtype(-100), n, mode=mode)
+        np.testing.assert_array_equal(y, by_key_ref(keys, x, max, dtype(-100), True))
+
+
+@pytest.mark.parametrize("group", [2, 4, 16])
+def test_groups_float_user_and_by_key(group):
+    """Mode 3 with floats (exact data), a non-commutative user operator and by-key
+    runs, for group sizes around the tile count (partial last group)."""
+    m = dict(GROUPS, group_tiles=group)
+    n = 23 * TILE + 9
+    x = small_ints(np.float32, n)
+    y = np.zeros_like(x)
+    run(S.exclusive_sum, x, y, n, mode=m)
+    np.testing.assert_array_equal(y, np.concatenate([[0], np.cumsum(x)[:-1]]))
+    u = RNG.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    yu = np.zeros_like(u)
+    init = np.uint32((3 << 16) | 5)
+    run(S.exclusive_scan, u, yu, affine, init, n, mode=m)
+    np.testing.assert_array_equal(yu, seq_scan([int(v) for v in u], affine_ref, int(init), True))
+    keys = runs_of(n, 150)
+    run(S.inclusive_sum_by_key, keys, x, y, n, mode=m)
+    np.testing.assert_array_equal(y, by_key_ref(keys, x, operator.add))
+    xd = small_ints(np.float64, n)
+    yd = np.zeros_like(xd)
+    run(S.inclusive_scan_init, xd, yd, "add", np.float64(2.0), n, mode=m)   # wide values
+    np.testing.assert_array_equal(yd, 2.0 + np.cumsum(xd))
+
+
+def test_small_items_switch_the_tile():
+    """num_items <= small_items runs small_block_threads per tile: a different
+    tile size (and status layout) from the larger inputs, same results."""
+    m = dict(LOOKBACK, block_threads=64, small_items=500, small_block_threads=32)
+    for n in (500, 501):
+        x = small_ints(np.int32, n)
+        y = np.zeros_like(x)
+        nbytes = run(S.inclusive_sum, x, y, n, mode=m)
+        np.testing.assert_array_equal(y, np.cumsum(x))
+        f = small_ints(np.float32, n)
+        yf = np.zeros_like(f)
+        run(S.exclusive_sum, f, yf, n, mode=m)
+        np.testing.assert_array_equal(yf, np.concatenate([[0], np.cumsum(f)[:-1]]))
+    assert nbytes >= 1

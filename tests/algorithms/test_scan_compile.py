@@ -1,7 +1,8 @@
 """The scan kernels the GPU runs with the shipped sm_80/sm_90 policies
-(full-size tiles, both modes, packed and wide status, 64-bit offsets from
-2**31 items) compile under NVRTC without spilling. Launches are captured
-instead of run."""
+(full-size tiles of 1024 threads and the small inputs' tiles, every mode,
+packed and wide status, 64-bit offsets from 2**31 items) compile under NVRTC
+without spilling. Launches are captured instead of run; broadcast views stand
+for arrays larger than the small-input threshold."""
 import numpy as np
 import pytest
 
@@ -23,16 +24,27 @@ def affine(p, q):
         (((q >> 16) * (p & 0xFFFF) + (q & 0xFFFF)) & 0xFFFF)
 
 
-N = 1 << 20
+def big(dtype, n=(1 << 24) + 1):
+    """A read-only stand-in for an array of n items (past the small-input tile)."""
+    return np.broadcast_to(np.zeros(1, dtype), (n,))
+
+
+N = (1 << 24) + 1
 CASES = {
-    "incl-f32": lambda: (S.inclusive_sum, np.zeros(N, np.float32), np.zeros(N, np.float32), N),
-    "excl-f32": lambda: (S.exclusive_sum, np.zeros(N, np.float32), np.zeros(N, np.float32), N),
-    "excl-i32": lambda: (S.exclusive_sum, np.zeros(N, np.int32), np.zeros(N, np.int32), N),
-    "incl-f64": lambda: (S.inclusive_sum, np.zeros(N, np.float64), np.zeros(N, np.float64), N),
-    "user-u32": lambda: (S.inclusive_scan, np.zeros(N, np.uint32), np.zeros(N, np.uint32),
-                         affine, N),
-    "bykey-f32": lambda: (S.exclusive_sum_by_key, np.zeros(N, np.int32),
-                          np.zeros(N, np.float32), np.zeros(N, np.float32), N),
+    "incl-f32": lambda: (S.inclusive_sum, big(np.float32), big(np.float32), N),
+    "excl-f32": lambda: (S.exclusive_sum, big(np.float32), big(np.float32), N),
+    "incl-i32": lambda: (S.inclusive_sum, big(np.int32), big(np.int32), N),
+    "excl-i32": lambda: (S.exclusive_sum, big(np.int32), big(np.int32), N),
+    "excl-i32-small": lambda: (S.exclusive_sum, np.zeros(1 << 20, np.int32),
+                               np.zeros(1 << 20, np.int32), 1 << 20),
+    "max-f32": lambda: (S.inclusive_scan, big(np.float32), big(np.float32), "max", N),
+    "incl-f64": lambda: (S.inclusive_sum, big(np.float64), big(np.float64), N),
+    "excl-i64": lambda: (S.exclusive_sum, big(np.int64), big(np.int64), N),
+    "user-u32": lambda: (S.inclusive_scan, big(np.uint32), big(np.uint32), affine, N),
+    "bykey-f32": lambda: (S.exclusive_sum_by_key, big(np.int32), big(np.float32),
+                          big(np.float32), N),
+    "bykey-i32": lambda: (S.exclusive_sum_by_key, big(np.int32), big(np.int32), big(np.int32),
+                          N),
 }
 
 
@@ -49,8 +61,18 @@ def test_default_policy_kernels_compile(monkeypatch, arch, case):
 
 
 @pytest.mark.interpreter_only
+@pytest.mark.parametrize("case", ["incl-f32", "excl-f32", "excl-i32", "bykey-f32"])
+def test_fenwick_compiles(monkeypatch, case):
+    """Mode 0 (the sweep's alternative) with the shipped tiles."""
+    with override_policy("scan", mode=0, exact_mode=0):
+        calls = captured(monkeypatch, *CASES[case]())
+    kernel, args = calls[-1]
+    assert ct.compile(kernel, args, arch="sm_90").stack_bytes == 0
+
+
+@pytest.mark.interpreter_only
 def test_reduce_then_scan_compiles(monkeypatch):
-    with override_policy("scan", mode=1):
+    with override_policy("scan", mode=1, block_threads=256):   # the sweep's candidate
         calls = captured(monkeypatch, *CASES["excl-f32"]())
     assert len(calls) == 2                                  # partials, downsweep
     for kernel, args in calls:

@@ -40,7 +40,7 @@ def _float_ok(x, got, exclusive=False):
 
 @pytest.mark.parametrize("exclusive", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.int32])
-@pytest.mark.parametrize("n", [1, 2**10 + 1, 2**20 + 7, 2**24, 10**6 + 3])
+@pytest.mark.parametrize("n", [1, 2**10 + 1, 2**20 + 7, 2**24, 10**6 + 3, 2**25 + 3])
 def test_sums(cp, n, dtype, exclusive):
     rng = np.random.default_rng(n)
     x = rng.integers(-2**30, 2**30, n).astype(np.int32) if dtype == np.int32 else \
@@ -57,13 +57,17 @@ def test_sums(cp, n, dtype, exclusive):
         _float_ok(x, got, exclusive)
 
 
-@pytest.mark.parametrize("mode", [0, 1])
+@pytest.mark.parametrize("mode", [dict(mode=0), dict(mode=1, block_threads=256),
+                                  dict(mode=3), dict(mode=3, group_tiles=4),
+                                  dict(mode=3, block_threads=32, items_per_thread=32)],
+                         ids=["fenwick", "rts", "groups", "groups-4", "groups-1k-tiles"])
 @pytest.mark.parametrize("method", ["inclusive_sum", "exclusive_sum"])
 def test_float_sums_bit_identical_run_to_run(cp, method, mode):
     """The issue's determinism: 20 runs of a float32 sum over 2^22 + 3 random
-    normals (513 tiles, many concurrent look-backs) give the same bits."""
+    normals (many concurrent look-backs; 4097 tiles of 1024 items in the last
+    case) give the same bits."""
     x = cp.asarray(np.random.default_rng(5).standard_normal(2**22 + 3).astype(np.float32))
-    with override_policy("scan", mode=mode):
+    with override_policy("scan", small_items=0, **mode):
         first = None
         for _ in range(20):
             y = cp.zeros_like(x)
@@ -74,6 +78,34 @@ def test_float_sums_bit_identical_run_to_run(cp, method, mode):
                 _float_ok(cp.asnumpy(x), got.view(np.float32), method == "exclusive_sum")
             else:
                 np.testing.assert_array_equal(got, first)
+
+
+@pytest.mark.parametrize("mode", [dict(exact_mode=2), dict(exact_mode=2, lookback_window=4),
+                                  dict(exact_mode=2, exclusive_inverse=1, block_threads=512),
+                                  dict(exact_mode=3), dict(exact_mode=0)],
+                         ids=["lookback", "lookback-w4", "lookback-inverse", "groups", "fenwick"])
+def test_exact_ops_every_mode(cp, mode):
+    """Exact operators on the GPU, where look-backs really race: int32 sums
+    (wrapping), exclusive with init, max, and int64 min (wide status values),
+    over 4097 small tiles and over the shipped tiles, equal to NumPy's."""
+    rng = np.random.default_rng(12)
+    n = 2**22 + 3
+    x = rng.integers(-2**30, 2**30, n).astype(np.int32)
+    c = np.cumsum(x, dtype=np.int64).astype(np.int32)
+    for tiles in (dict(block_threads=32, items_per_thread=32), {}):
+        with override_policy("scan", small_items=0, **{**mode, **tiles}):  # tiles win
+            y = cp.zeros(n, cp.int32)
+            run(cp, S.inclusive_sum, cp.asarray(x), y, n)
+            np.testing.assert_array_equal(cp.asnumpy(y), c)
+            run(cp, S.exclusive_scan, cp.asarray(x), y, "add", np.int32(7), n)
+            want = (np.concatenate([[0], c[:-1]]).astype(np.int64) + 7).astype(np.int32)
+            np.testing.assert_array_equal(cp.asnumpy(y), want)
+            run(cp, S.inclusive_scan, cp.asarray(x), y, "max", n)
+            np.testing.assert_array_equal(cp.asnumpy(y), np.maximum.accumulate(x))
+            i = rng.integers(-2**40, 2**40, n)
+            yi = cp.zeros(n, cp.int64)
+            run(cp, S.inclusive_scan, cp.asarray(i), yi, "min", n)
+            np.testing.assert_array_equal(cp.asnumpy(yi), np.minimum.accumulate(i))
 
 
 def test_wide_values_float64_and_int64(cp):

@@ -25,11 +25,11 @@ def run(method, *args, stream=None):
 def segments(kind):
     """Segment lengths that make the shipped policy choose each kernel shape."""
     if kind == "short":
-        return RNG.integers(0, 256, 5000)            # rows, 16 x 128
+        return RNG.integers(0, 256, 5000)            # rows, 8 x 128
     if kind == "uneven":
-        return RNG.integers(1, 4097, 3000)           # rows, 1 x 2048
+        return RNG.integers(1, 4097, 3000)           # long, 2048-item tiles
     if kind == "long":
-        return np.full(1500, 1 << 14) + RNG.integers(-7, 8, 1500)   # long, a block each
+        return np.full(1500, 1 << 14) + RNG.integers(-7, 8, 1500)   # long, a block each (8192)
     return np.array([(1 << 22) + 3, 0, 1, 1 << 21])  # long, split over many blocks
 
 
@@ -135,6 +135,33 @@ def test_cuda_graph_capture_and_replay_with_new_data():
         graph.launch(stream)
         stream.synchronize()
         sums_close(out.get(), h, h_off)
+
+
+@pytest.mark.parametrize("kind", ["short", "uneven"])
+@pytest.mark.parametrize("wide", [False, True])
+def test_cupy_rows_kernel_waves_and_64_bit_bounds(kind, wide, monkeypatch):
+    """The rows kernel with 4 row groups per block (enough segments that 132 SMs
+    keep 8 blocks each; on uneven lengths too, where the shipped policy runs the
+    long kernel), on its int32 path and on its int64 path (taken for 2**30 items
+    or more; forced here)."""
+    cp = pytest.importorskip("cupy")
+    from tilecore.algorithms import segmented_reduce as SR
+    from tilecore.dispatch import override_policy
+    if wide:
+        monkeypatch.setattr(SR, "_NARROW_LIMIT", 0)
+    lens = RNG.integers(0, 256, 40000) if kind == "short" else RNG.integers(1, 4097, 5000)
+    off = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    n = off.size - 1
+    h = RNG.uniform(-1, 1, int(off[-1])).astype(np.float32)
+    x, d_off = cp.asarray(h), cp.asarray(off)
+    out = cp.zeros(n, cp.float32)
+    with override_policy("segmented_reduce", rows_waves=4, long_min_avg_items=1 << 30):
+        run(S.sum, x, out, n, d_off[:-1], d_off[1:])
+        sums_close(out.get(), h, off)
+        run(S.max, x, out, n, d_off[:-1], d_off[1:])
+    fmax = np.finfo(np.float32).max
+    assert out.get().tolist() == [h[p:q].max() if q > p else -fmax
+                                  for p, q in zip(off[:-1], off[1:])]
 
 
 def test_more_than_2_31_items_with_int64_offsets():

@@ -21,7 +21,8 @@ from tilecore.dispatch.segmented_policy import choose_shape, select_segmented_po
 RNG = np.random.default_rng(4321)
 INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 FLOATS = [np.float16, ml_dtypes.bfloat16, np.float32, np.float64]
-_BASE = dict(block_threads=32, rows_items_per_thread=2, min_row_items=4, long_items_per_thread=1)
+_BASE = dict(block_threads=32, rows_items_per_thread=2, min_row_items=4, long_block_threads=32,
+             long_items_per_thread=1, rows_waves=1)
 POLICIES = {
     "rows": dict(_BASE, long_min_avg_items=1 << 30, split_min_blocks_per_sm=0),
     "long": dict(_BASE, long_min_avg_items=1, split_min_blocks_per_sm=0),
@@ -158,9 +159,9 @@ def test_sum_narrow_floats_accumulate_in_float32():
 
 
 def test_default_policy_short_and_long_segments():
-    """The shipped policy: 100 segments of ~128 items (rows, 16 x 128 tile), and
-    3 segments of 20000 items (long kernel split over 2 blocks each on the
-    interpreter's 2-SM stand-in)."""
+    """The shipped policy: 100 segments of ~128 items (rows, 8 x 128 tile), and
+    3 segments of 40000 items (long kernel, 8192-item tiles, split over 2
+    blocks each on the interpreter's 2-SM stand-in)."""
     lens = RNG.integers(100, 156, 100)
     off = offsets(lens, np.int32)
     x = data(np.float32, int(off[-1]), -1, 1)
@@ -169,9 +170,9 @@ def test_default_policy_short_and_long_segments():
     assert_sums(out, x, off[:-1], off[1:], np.float32)
     p = select_segmented_policy(90, {"value_size": 4, "op": "add", "accum": "float32",
                                      "offset_size": 4})
-    assert choose_shape(p, 3, 60000, 2, True) == ("long", 1, 4096, 2)
-    off = offsets([20000, 20000, 20000])
-    x = data(np.float32, 60000, -1, 1)
+    assert choose_shape(p, 3, 120000, 2, True) == ("long", 1, 8192, 2, 1)
+    off = offsets([40000, 40000, 40000])
+    x = data(np.float32, 120000, -1, 1)
     out = np.zeros(3, np.float32)
     assert run(S.sum, x, out, 3, off[:-1], off[1:]) > 1        # partials in temp storage
     assert_sums(out, x, off[:-1], off[1:], np.float32)
@@ -331,8 +332,8 @@ def test_size_query_launches_nothing(monkeypatch):
     def no_launch(*a):
         raise AssertionError("launched during a size query")
     monkeypatch.setattr(ct, "launch", no_launch)
-    off = offsets([20000, 20000, 20000])
-    x = data(np.float32, 60000)
+    off = offsets([40000, 40000, 40000])
+    x = data(np.float32, 120000)
     out = np.full(3, 3, np.float32)
     v, i = np.zeros(3, np.float32), np.zeros(3, np.int64)
     sizes = [S.sum(None, x, out, 3, off[:-1], off[1:]), S.min(None, x, out, 3, off, off),
@@ -344,8 +345,8 @@ def test_size_query_launches_nothing(monkeypatch):
 
 
 def test_too_small_temp_storage_names_sizes_and_writes_nothing():
-    off = offsets([20000, 20000, 20000])
-    x = data(np.float32, 60000)
+    off = offsets([40000, 40000, 40000])
+    x = data(np.float32, 120000)
     out = np.full(3, 3, np.float32)
     nbytes = S.sum(None, x, out, 3, off[:-1], off[1:])
     with pytest.raises(ValueError, match=rf'"temp_storage".*expected at least {nbytes} bytes, '
@@ -404,10 +405,82 @@ def test_argument_errors_name_argument_and_write_nothing(call, exc, message, que
 
 def test_policy_shapes_from_average_length():
     p = select_segmented_policy(90, {"value_size": 4, "op": "add", "accum": "float32",
-                                     "offset_size": 4})
-    assert choose_shape(p, 1 << 20, 1 << 27, 132, True) == ("rows", 16, 128, 1)
-    assert choose_shape(p, 1 << 18, 1 << 29, 132, True) == ("rows", 1, 2048, 1)
-    assert choose_shape(p, 1024, 1 << 27, 132, True) == ("long", 1, 4096, 1)
+                                     "offset_size": 8})
+    assert (p.block_threads, p.long_block_threads) == (128, 256)
+    assert choose_shape(p, 1 << 20, 1 << 27, 132, True) == ("rows", 8, 128, 1, 1)
+    # U(1..4096): the long kernel with a tile fitted to the average length
+    assert choose_shape(p, 1 << 18, (1 << 29) + 1000, 132, True) == ("long", 1, 2048, 1, 1)
+    assert choose_shape(p, 1 << 18, 1 << 29, 132, False) == ("rows", 1, 1024, 1, 1)
+    assert choose_shape(p, 1 << 16, (1 << 26) - 1, 132, True) == ("rows", 1, 1024, 1, 1)  # 1023
+    assert choose_shape(p, 1024, 1 << 27, 132, True) == ("long", 1, 8192, 1, 1)
     assert choose_shape(p, 1024, 1 << 27, 132, False)[0] == "rows"    # user/arg: rows only
-    assert choose_shape(p, 16, 1 << 27, 132, True) == ("long", 1, 4096, 64)
-    assert choose_shape(p, 0, 0, 132, True) == ("rows", 64, 32, 1)
+    assert choose_shape(p, 16, 1 << 27, 132, True) == ("long", 1, 8192, 64, 1)
+    assert choose_shape(p, 0, 0, 132, True) == ("rows", 32, 32, 1, 1)
+
+
+def test_policy_rows_waves_keep_the_grid_full():
+    p = select_segmented_policy(90, {"value_size": 4, "op": "add", "accum": "float32",
+                                     "offset_size": 8})
+    with override_policy("segmented_reduce", rows_waves=8):
+        w = select_segmented_policy(90, {"value_size": 4, "op": "add", "accum": "float32",
+                                         "offset_size": 8})
+    assert p.rows_waves == 1 and w.rows_waves == 8
+    assert choose_shape(w, 1 << 20, 1 << 27, 132, True) == ("rows", 8, 128, 1, 8)
+    # 8 or 4 waves would leave fewer than 8 blocks per SM: 2 (2^15 / 16 = 2048 >= 132 * 8)
+    assert choose_shape(w, 1 << 15, 1 << 22, 132, True) == ("rows", 8, 128, 1, 2)
+    assert choose_shape(w, 1000, 128000, 132, True) == ("rows", 8, 128, 1, 1)
+    assert choose_shape(w, 1 << 20, 1 << 27, 132, False) == ("rows", 8, 128, 1, 1)  # user/arg
+    p32 = select_segmented_policy(90, {"value_size": 4, "op": "add", "accum": "float32",
+                                       "offset_size": 4})
+    assert p32 == p                     # one policy for int32 and int64 offsets
+
+
+# --- the rows kernels' new paths: row-group waves, 64-bit bounds ------------------------------
+@pytest.mark.parametrize("odt", [np.int32, np.int64])
+def test_rows_waves_many_short_segments(odt):
+    """600 short segments (some empty) with 4 row groups per block: 19 blocks of
+    4 x 8 segments, the last block partly past num_segments; min, max and
+    reduce with init take the same path."""
+    lens = RNG.integers(0, 13, 600)
+    lens[[0, 31, 32, 599]] = 0
+    off = offsets(lens, odt)
+    x = data(np.float32, int(off[-1]), -1, 1)
+    out = np.full(602, 7, np.float32)
+    with override_policy("segmented_reduce", **dict(POLICIES["rows"], rows_waves=4)):
+        p = select_segmented_policy(90, {"value_size": 4})
+        assert choose_shape(p, 600, x.size, 2, True) == ("rows", 8, 8, 1, 4)
+        run(S.sum, x, out, 600, off[:-1], off[1:])
+        assert_sums(out, x, off[:-1], off[1:], np.float32)
+        assert (out[600:] == 7).all()
+        lo = np.zeros(600, np.float32)
+        run(S.min, x, lo, 600, off[:-1], off[1:])
+        fmax = np.finfo(np.float32).max
+        assert lo.tolist() == ref_fold(x, off[:-1], off[1:], np.min, fmax)
+        i32 = data(np.int32, x.size, -1000, 1000)
+        o32 = np.zeros(600, np.int32)
+        run(S.reduce, i32, o32, 600, off[:-1], off[1:], "max", np.int32(-5))
+        assert o32.tolist() == [max([-5, *i32[b:e].tolist()]) for b, e in zip(off[:-1], off[1:])]
+
+
+@pytest.mark.parametrize("kernel", ["rows", "long"])
+def test_wide_rows_kernels_with_64_bit_bounds(kernel, monkeypatch):
+    """The kernels' int64 path (taken for d_in or segment counts of 2**30 and
+    more) on small data: every rows kernel, overlapping and inverted segments."""
+    from tilecore.algorithms import segmented_reduce as SR
+    monkeypatch.setattr(SR, "_NARROW_LIMIT", 0)
+    x = data(np.float64, 1000)
+    begins = RNG.integers(0, 1000, 40)
+    ends = np.minimum(begins + RNG.integers(-20, 400, 40), 1000)
+    n = 40
+    out = np.zeros(n, np.float64)
+    with policy(kernel):
+        run(S.sum, x, out, n, begins.astype(np.int64), ends.astype(np.int32))
+    ref = [x[b:e].sum() if e > b else 0.0 for b, e in zip(begins, ends)]
+    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-9)
+    with policy(kernel), override_policy("segmented_reduce", rows_waves=2):
+        run(S.reduce, x, out, n, begins, ends, user_add, np.float64(0.5))
+    np.testing.assert_allclose(out, [0.5 + r for r in ref], rtol=1e-12, atol=1e-9)
+    v, i = np.zeros(n, np.float64), np.zeros(n, np.int64)
+    with policy(kernel):
+        run(S.arg_max, x, v, i, n, begins, ends)
+    assert i.tolist() == [int(np.argmax(x[b:e])) if e > b else 1 for b, e in zip(begins, ends)]

@@ -148,3 +148,19 @@ def fold_value(out, WHICH: ct.Constant[int]):
 def test_legal_constant_expressions_fold(which, want):
     out = run(fold_value, [np.zeros(1), which])[0]
     np.testing.assert_array_equal(out, [want])
+
+
+@ct.kernel
+def _int64_fold_vs_run_time(src, folded, computed):
+    ct.store(folded, (0,), ct.full((2,), ct.float32(1152921573326323713), ct.float32))  # 2^60+2^36+1
+    ct.store(computed, (0,), ct.load(src, (0,), (2,)).astype(ct.float32))
+
+
+def test_integer_constants_round_once_like_run_time():
+    """2^60 + 2^36 + 1 is just above the midpoint of two float32 neighbours:
+    rounded once it is 2^60 + 2^37; through float64 first (which drops the + 1)
+    it would tie and round to even, 2^60."""
+    src = np.full(2, 2**60 + 2**36 + 1, np.int64)
+    folded, computed = np.zeros(2, np.float32), np.zeros(2, np.float32)
+    ct.launch(None, (1,), _int64_fold_vs_run_time, (src, folded, computed))
+    assert computed.tolist() == folded.tolist() == [float(2**60 + 2**37)] * 2

@@ -148,6 +148,34 @@ def test_fast_path_follows_new_arrays_and_rechecks_overlap(lib, native, monkeypa
         ct.launch(None, (3,), axpy, (dev[0], dev[2], folded, 1.0, 1024))
 
 
+@pytest.mark.parametrize("native", ["1", "0"], ids=["C", "Python"])
+def test_two_specializations_in_turn_both_launch_fast(native, monkeypatch):
+    """A kernel launched with two kinds of arguments in turn (here two tile
+    constants, as the two passes of a reduction are) keeps a fast launcher for
+    each: after one general launch of each kind, none takes the general path."""
+    from tilecore.host import launch as host_launch
+    from tilecore.runtime.driver import driver
+    cp = pytest.importorskip("cupy")
+    driver()
+    monkeypatch.setenv("TILECORE_NATIVE", native)
+    x, y = cp.arange(2048, dtype=cp.float32), cp.ones(2048, cp.float32)
+    outs = {256: cp.empty_like(x), 1024: cp.empty_like(x)}
+    axpy.backend_cache.clear()
+    for tile in (256, 1024):
+        ct.launch(None, (2048 // tile,), axpy, (x, y, outs[tile], 2.0, tile))
+    general = []
+    real = host_launch.launch_gpu
+    monkeypatch.setattr(host_launch, "launch_gpu", lambda *a: (general.append(a), real(*a)))
+    for i in range(10):
+        tile = (256, 1024)[i % 2]
+        ct.launch(None, (2048 // tile,), axpy, (x, y, outs[tile], float(i), tile))
+    cp.cuda.Device().synchronize()
+    assert not general
+    for tile, i in ((256, 8), (1024, 9)):
+        np.testing.assert_allclose(cp.asnumpy(outs[tile]), _ref(cp.asnumpy(x), cp.asnumpy(y), i),
+                                   rtol=1e-6)
+
+
 @ct.kernel
 def scale_by_first(x, out, TILE: ct.Constant[int]):
     bid = ct.bid(0)

@@ -21,7 +21,8 @@ import tilecore as ct
 
 from ..dispatch import overrides
 from ..dispatch.buffers import device_buffer, host_buffer
-from ..dispatch.scan_policy import MODE_REDUCE_THEN_SCAN, ScanPolicy, select_scan_policy
+from ..dispatch.scan_policy import (MODE_FENWICK, MODE_GROUPS, MODE_LOOKBACK,
+                                    MODE_REDUCE_THEN_SCAN, ScanPolicy, select_scan_policy)
 from ..dispatch.target import Target, device_target, interpreter_target
 from ..dispatch.temp_storage import Layout
 from ..language import dtypes as D
@@ -40,6 +41,17 @@ _WIDE = 1 << 31
 KEY_DTYPES = NUMERIC + (D.bool_,)
 
 
+_EXACT_INT = ("add", "mul", "and", "or", "xor")
+
+
+def exact_operator(kind: str, acc: DType) -> bool:
+    """True when every association of the operator gives the same bits: integer
+    add/mul/and/or/xor (wrapping) and min/max of any dtype (fmin/fmax for
+    floats: ties take the later operand, NaNs are ignored, so the result is the
+    last item attaining the minimum whatever the association)."""
+    return kind in ("min", "max") or (kind in _EXACT_INT and not acc.is_float)
+
+
 @dataclass(frozen=True)
 class _Plan:
     acc: DType
@@ -50,19 +62,31 @@ class _Plan:
     policy: ScanPolicy
     target: Target
     packed: bool            # values fit beside the flags in one status word
+    mode: int               # the policy's mode for this operator (exact_mode for exact ones)
+    inv: bool               # exclusive as inclusive minus the item (integer add/xor)
     init_k: Any
-    fenwick: Any
+    single: dict            # threads -> the single-pass kernel of `mode`
     partials: Any
     downsweep: Any
 
+    def kernel(self, threads: int):
+        k = self.single.get(threads)
+        if k is None:
+            fn = {MODE_FENWICK: K.scan_fenwick, MODE_LOOKBACK: K.scan_lookback,
+                  MODE_GROUPS: K.scan_groups}[self.mode]
+            k = self.single[threads] = _kernel(fn, threads)
+        return k
+
     def layout(self, n: int) -> tuple[Layout, dict]:
         """The temporary-storage layout for n items and the launch facts."""
-        tile = self.policy.tile_items
+        p = self.policy
+        threads = p.threads_for(n)
+        tile = threads * p.items_per_thread
         tiles = -(-n // tile)
         layout = Layout(4)
-        facts = {"tiles": tiles}
-        if self.policy.mode == MODE_REDUCE_THEN_SCAN:
-            grid0 = max(1, self.target.sm_count * self.policy.blocks_per_sm)
+        facts = {"tiles": tiles, "tile": tile, "threads": threads}
+        if self.mode == MODE_REDUCE_THEN_SCAN:
+            grid0 = max(1, self.target.sm_count * p.blocks_per_sm)
             per = max(1, -(-tiles // grid0))
             grid = -(-tiles // per)
             gt = 1 << max(0, (grid - 1).bit_length())
@@ -71,8 +95,16 @@ class _Plan:
             layout.slot(1).alias(self.acc, gt)
         else:
             padded = -(-tiles // INIT_TILE) * INIT_TILE
-            layout.slot(0).alias(D.int64, padded)
-            layout.slot(1).alias(self.acc, 1 if self.packed else tiles)
+            facts["P"] = padded
+            if self.mode == MODE_FENWICK:
+                words, values = padded, tiles
+            elif self.mode == MODE_LOOKBACK:        # aggregates, then inclusive prefixes
+                words, values = padded, 2 * padded
+            else:                                   # tile aggregates, then group prefixes
+                groups = -(-tiles // p.group_tiles)
+                words = values = padded + -(-groups // INIT_TILE) * INIT_TILE
+            layout.slot(0).alias(D.int64, words)
+            layout.slot(1).alias(self.acc, 1 if self.packed else values)
         layout.slot(2).alias(D.int64 if tiles >= _WIDE else D.int32, 1)   # ticket counter
         layout.slot(3).alias(D.int8, 16)                                    # a read-only stand-in
         return layout, facts
@@ -93,19 +125,25 @@ _plans: dict[tuple, _Plan] = {}
 
 
 def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool, wide: bool,
-          target: Target) -> _Plan:
-    cache_key = (in_dtype, acc, kind, op, eq, by_key, wide, target, overrides.generation(),
-                 tuning_lookup.state())
+          exclusive: bool, target: Target) -> _Plan:
+    cache_key = (in_dtype, acc, kind, op, eq, by_key, wide, exclusive, target,
+                 overrides.generation(), tuning_lookup.state())
     plan = _plans.get(cache_key)
     if plan is None:
         key = {"value_size": in_dtype.itemsize, "accum": acc.name, "op": kind,
                "offset_size": 8 if wide else 4, "by_key": by_key}
         policy = select_scan_policy(target.cc, key)
+        exact = exact_operator(kind, acc)
+        mode = policy.exact_mode if exact else policy.mode
+        inv = (policy.exclusive_inverse == 1 and exclusive and not by_key and mode in (MODE_LOOKBACK, MODE_GROUPS)
+               and kind in ("add", "xor") and not acc.is_float)
         threads = policy.block_threads
         plan = _plans[cache_key] = _Plan(
             acc, kind, op, identity(kind, acc) if kind != "user" else 0, eq, policy, target,
-            acc.itemsize <= 4, _kernel(K.scan_init, INIT_THREADS), _kernel(K.scan_fenwick, threads),
+            acc.itemsize <= 4, mode, inv, _kernel(K.scan_init, INIT_THREADS), {},
             _kernel(K.scan_partials, threads), _kernel(K.scan_downsweep, threads))
+        if mode != MODE_REDUCE_THEN_SCAN:
+            plan.kernel(threads)
     return plan
 
 
@@ -223,7 +261,7 @@ def _scan(temp_storage, d_keys, d_in, d_out, op, init, num_items, stream, *, rul
         raise ValueError('Invalid argument "d_values_out": it is "d_keys_in" (a by-key scan '
                          "reads the keys while it writes the values: pass another array)")
     plan = _plan(a_in.dtype, acc, name if name is not None else "user",
-                 None if name is not None else op, eq, by_key, n >= _WIDE, target)
+                 None if name is not None else op, eq, by_key, n >= _WIDE, exclusive, target)
     return _run(plan, temp_storage, a_in.host, stream, n, a_in.obj,
                 a_keys.obj if by_key else None, a_out.obj, init_value, exclusive, has_init,
                 in_place)
@@ -248,13 +286,13 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any
     by_key = keys is not None
     src = stand_in if in_place else x
     key_arg = keys if by_key else (stand_in if in_place else x)
-    p = plan.policy
-    tile = p.tile_items
+    tile = facts["tile"]
     tiles = facts["tiles"]
     wide = n >= _WIDE
     common = (plan.acc, plan.kind, plan.op, plan.ident, plan.eq, plan.eq is not None)
     launch = ct.launch
-    if p.mode == MODE_REDUCE_THEN_SCAN:
+    mode = plan.mode
+    if mode == MODE_REDUCE_THEN_SCAN:
         per, grid, gt = facts["per"], facts["grid"], facts["gt"]
         launch(stream, (grid,), plan.partials,
                (src, key_arg, y, n, status, vals, tile, per, *common, by_key, in_place, wide))
@@ -265,10 +303,19 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any
     single = tiles == 1
     if not single:
         launch(stream, (status.shape[0] // INIT_TILE,), plan.init_k, (counter, status, INIT_TILE))
-    bits = 32 if tiles < _WIDE else 64
-    launch(stream, (tiles,), plan.fenwick,
-           (src, key_arg, y, n, init, counter, status, vals, tile, *common, exclusive, has_init,
-            by_key, in_place, plan.packed, bits, wide, single))
+    kernel = plan.kernel(facts["threads"])
+    if mode == MODE_FENWICK:
+        bits = 32 if tiles < _WIDE else 64
+        launch(stream, (tiles,), kernel,
+               (src, key_arg, y, n, init, counter, status, vals, tile, *common, exclusive,
+                has_init, by_key, in_place, plan.packed, bits, wide, single))
+        return needed
+    p = plan.policy
+    size = p.lookback_window if mode == MODE_LOOKBACK else p.group_tiles
+    launch(stream, (tiles,), kernel,
+           (src, key_arg, y, n, init, counter, status, vals, facts["P"], tile, size, *common,
+            exclusive and not plan.inv, exclusive, plan.inv, has_init, by_key, in_place,
+            plan.packed, wide, single))
     return needed
 
 

@@ -10,35 +10,59 @@ halves, so that both drivers below share them:
 - `tile_finish` puts the tile's exclusive prefix (and init) into lane 0, scans
   the tile (`ct.scan`/`ct.cumsum`, associative and never commutative) and
   stores it (masked in the last, partial tile: nothing past num_items is
-  written).
+  written). `local_scan` + `finish_known` (modes 2 and 3, well-known operators
+  not by key) instead scan the tile on its own while the look-back's first
+  load is in flight, then apply init (+) prefix to every lane.
 
 A *part* is a tile's or a range's contribution as three 1-element tiles: ok
 (0: empty, nothing to combine), head (by-key scans: a new key starts inside
 the range) and value (the operator folded from the last head on). `join`
 combines consecutive parts in order; it is associative and not commutative.
 
-Drivers (the policy's `mode` chooses):
+Drivers (the policy's `mode` chooses; `exact_mode` for exact operators: integer
+add/mul/and/or/xor and min/max of any dtype, whose every association gives the
+same bits):
 
-- `scan_fenwick` (single pass): blocks take tile numbers from an atomic
-  ticket counter, so a block only waits for tiles taken earlier by running
-  blocks. Tile m publishes tree[m], the fold of the tiles (m - lowbit(m+1),
-  m] (a Fenwick tree over the tile aggregates): its aggregate joined after
-  the entries of its Fenwick children m-1, m-2, m-4, ... (recent tiles). Its
+- `scan_lookback` (mode 2, exact operators only): the decoupled look-back of
+  examples/lookback_scan.py (its docstring). Blocks take tile numbers from an
+  atomic ticket counter, so a block only waits for tiles taken earlier by
+  running blocks. It folds whatever aggregates and prefixes it finds, so its
+  association depends on timing: the policy refuses it for other operators.
+- `scan_groups` (mode 3, any operator): aligned groups of G tiles. Tile
+  t = kG + j: exclusive(t) = Pg(k-1) (+) fold(A[kG .. t-1]), A the tiles'
+  aggregates, from one load of the group's G status words and one fixed-shape
+  masked G-lane reduction; the group's last tile publishes Pg(k) = Pg(k-1) (+)
+  fold(A[kG .. kG+G-1]) (a chain of tiles/G links). Deterministic: see below.
+- `scan_fenwick` (mode 0, any operator): tile m publishes tree[m], the fold of
+  the tiles (m - lowbit(m+1), m] (a Fenwick tree over the tile aggregates): its
+  Fenwick children's entries m-1, m-2, m-4, ... (recent tiles) followed by its
+  aggregate, as soon as those children are ready: before, and independently
+  of, its own prefix look-back, so an entry depends on entries at most
+  log2(tiles) deep and no tile waits for a predecessor's whole look-back. Its
   exclusive prefix is the fold, in tile order, of the entries on m's Fenwick
-  prefix path (one per set bit of m), the children among them. Both come from
-  one gather of at most log2(m) status words and one fixed-shape reduction,
-  so the association of every result is a function of the tile number only:
-  bit-identical output run to run for every operator, float sums included,
-  whatever the timing (decoupled look-back instead folds whatever its
-  predecessors happen to have published). A status word packs the flags
-  (READY, HEAD) in its high 32 bits and a value of up to 32 bits in its low
-  bits, published by one relaxed 64-bit store and read by one relaxed atomic
-  (PACKED); wider values go to `vals` with plain stores, published by a
-  release store of the word and read after an acquire.
-- `scan_partials` + `scan_downsweep` (reduce-then-scan, two kernels): block b
-  folds its contiguous chunk of PER tiles into partial b; then block b folds
-  partials 0..b-1 (one fixed-shape reduction) and scans its chunk tile by
-  tile. Deterministic too; reads the input twice.
+  prefix path (one per set bit of m), one gather of at most log2(m) words.
+- `scan_partials` + `scan_downsweep` (mode 1, reduce-then-scan, two kernels):
+  block b folds its contiguous chunk of PER tiles into partial b; then block b
+  folds partials 0..b-1 (one fixed-shape reduction) and scans its chunk tile
+  by tile. Reads the input twice.
+
+Determinism (modes 0, 1, 3, every operator, float sums included): every value a
+tile publishes or uses is a fold whose operands (aggregates, Fenwick entries,
+group prefixes) and association (Fenwick ranges; group boundaries and the
+fixed tree of the G-lane reduction, in which masked lanes pass the other
+operand through unchanged; the fixed-shape block reductions) are functions of
+tile numbers only. A block that looks before a predecessor has published only
+waits longer; it never folds something else. So the output is bit-identical
+run to run whatever the timing. Mode 2's folds depend on timing, which an exact
+operator cannot see.
+
+Status words pack the flags (READY, HEAD: a key run starts in the range,
+PREFIX: an inclusive prefix) in their high 32 bits and a value of up to 32
+bits in their low bits, published by one relaxed 64-bit store and read by one
+relaxed load or atomic (PACKED); wider values go to `vals` with plain stores,
+published by a release store of the word and read after an acquire (mode 2
+keeps aggregates and prefixes in separate halves of `vals`, since a word goes
+from aggregate to prefix).
 
 `scan_init` clears the ticket counter and the status words before a
 single-pass scan.
@@ -49,11 +73,12 @@ import tilecore as ct
 
 from .reduce_kernels import combine_known
 
-__all__ = ["scan_init", "scan_fenwick", "scan_partials", "scan_downsweep", "READY", "HEAD"]
+__all__ = ["scan_init", "scan_fenwick", "scan_lookback", "scan_groups", "scan_partials",
+           "scan_downsweep", "READY", "HEAD", "PREFIX"]
 
 MO, MS = ct.MemoryOrder, ct.MemoryScope
 ZERO = ct.PaddingMode.ZERO
-READY, HEAD = 1, 2
+READY, HEAD, PREFIX = 1, 2, 4
 
 
 # --- operators -----------------------------------------------------------------------------
@@ -271,6 +296,18 @@ def publish(status, vals, m, head, v, ACC, PACKED):
         ct.store(status, (m,), flags << 32, memory_order=MO.RELEASE, memory_scope=MS.DEVICE)
 
 
+@ct.function
+def read_words(raw, pos, mask, zero, PACKED):
+    """The status words at `pos` (masked lanes: 0), read by atomics: relaxed for
+    packed words, acquire when the values are in `vals`."""
+    if PACKED:
+        return raw.atomic_or_offset(pos, zero, mask=mask, memory_order=MO.RELAXED,
+                                    memory_scope=MS.DEVICE)
+    else:
+        return raw.atomic_or_offset(pos, zero, mask=mask, memory_order=MO.ACQUIRE,
+                                    memory_scope=MS.DEVICE)
+
+
 @ct.kernel
 def scan_init(counter, status, TILE: ct.Constant[int]):
     """Clear the ticket counter and every tile's status word before a scan."""
@@ -311,15 +348,29 @@ def scan_fenwick(x, keys, y, n, init, counter, status, vals, TILE: ct.Constant[i
             raw = status.get_raw_memory()
             zero = ct.zeros((BITS,), ct.int64)
             words = zero
-            while True:
+            if m % 2 == 1:
+                # tree[m] needs only its children's entries (recent tiles, whose own
+                # entries need only theirs: O(log) deep): publish it before, and
+                # independently of, the rest of this tile's look-back, so no tile
+                # waits for a predecessor's whole look-back (no serial chain).
+                while True:
+                    words = read_words(raw, pos, child, zero, PACKED)
+                    ready = ct.where(child, (words >> 32) & READY, 1)
+                    if ct.min(ready, 0, keepdims=True).item() == 1:
+                        break
                 if PACKED:
-                    words = raw.atomic_or_offset(pos, zero, mask=live,
-                                                 memory_order=MO.RELAXED,
-                                                 memory_scope=MS.DEVICE)
+                    cv = from_bits(words, ACC)
                 else:
-                    words = raw.atomic_or_offset(pos, zero, mask=live,
-                                                 memory_order=MO.ACQUIRE,
-                                                 memory_scope=MS.DEVICE)
+                    cv = ct.gather(vals, pos, mask=child)
+                ch = ct.where(child, ct.astype(((words >> 32) & HEAD) >> 1, ct.int32), 0)
+                c_ok, c_head, c_val = fold_parts(ct.where(child, 1, 0), ch, cv, KIND, OP, ACC,
+                                                 BY_KEY)
+                one = ct.full((1,), 1, ct.int32)
+                _, t_head, t_val = join(c_ok, c_head, c_val, one, a_head, agg, KIND, OP,
+                                        ACC, BY_KEY)
+                publish(status, vals, m, t_head, t_val, ACC, PACKED)
+            while True:
+                words = read_words(raw, pos, live, zero, PACKED)
                 ready = ct.where(live, (words >> 32) & READY, 1)
                 if ct.min(ready, 0, keepdims=True).item() == 1:
                     break
@@ -336,15 +387,236 @@ def scan_fenwick(x, keys, y, n, init, counter, status, vals, TILE: ct.Constant[i
                     join2(c1, c2, c3, c4, c5, c6, d1, d2, d3, d4, d5, d6, KIND, OP, ACC,
                           BY_KEY),
                 (0, 0, 0, 0, 0, 0), keepdims=True)
-            if m % 2 == 1:
-                one = ct.full((1,), 1, ct.int32)
-                _, t_head, t_val = join(lo_ok, lo_head, lo_val, one, a_head, agg, KIND, OP,
-                                        ACC, BY_KEY)
-                publish(status, vals, m, t_head, t_val, ACC, PACKED)
             p_ok, p_head, p_val = join(hi_ok, hi_head, hi_val, lo_ok, lo_head, lo_val, KIND,
                                        OP, ACC, BY_KEY)
     tile_finish(y, n, t, u, hu, h, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL,
                 HAS_INIT, BY_KEY, WIDE)
+
+
+# --- the overlapped finish of well-known operators ----------------------------------------------
+@ct.function
+def local_scan(u, KIND, OP, ACC):
+    """The tile's own inclusive scan, without any prefix (computed while the
+    look-back's first loads are in flight)."""
+    if KIND == "add":
+        return ct.astype(ct.cumsum(u, 0), ACC)
+    else:
+        return ct.scan(u, 0, lambda a, b: op2(a, b, KIND, OP, ACC), 0)
+
+
+@ct.function
+def finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, HAS_INIT, INV, WIDE):
+    """Store tile t of a well-known operator's scan (not by key): its local scan z
+    (of the items u, shifted by one for an exclusive scan, lane 0 the identity)
+    with the prefix p = init (+) exclusive prefix applied to every lane. INV: an
+    exclusive integer add/xor scan from the unshifted items, as inclusive minus
+    the item (exact)."""
+    base, g = tile_index(t, n, TILE, WIDE)
+    if HAS_INIT:
+        start = ct.full((1,), init, ACC)
+        p_val = ct.where(p_ok != 0, op2(start, p_val, KIND, OP, ACC), start)
+        p_ok = ct.full((1,), 1, ct.int32)
+    out = ct.where(p_ok != 0, op2(p_val, z, KIND, OP, ACC), z)
+    if INV:
+        if KIND == "add":
+            out = out - u
+        else:
+            out = out ^ u
+    out = ct.astype(out, y.dtype)
+    if base + TILE <= n:
+        ct.store(y, (t,), out)
+    else:
+        y.get_raw_memory().store_offset(g, out, mask=g < n)
+
+
+@ct.function
+def ticket(counter, SINGLE):
+    if SINGLE:
+        return ct.zeros((), counter.dtype)
+    else:
+        return ct.atomic_add(counter, 0, 1, memory_order=MO.RELAXED)
+
+
+@ct.function
+def publish_at(status, s_idx, vals, v_idx, flags, v, ACC, PACKED):
+    """status[s_idx] = flags (a (1,) int64 tile) with value v: packed beside the
+    flags (one relaxed store), or in vals[v_idx] published by a release store."""
+    if PACKED:
+        ct.store(status, (s_idx,), (flags << 32) | to_bits(v, ACC), memory_order=MO.RELAXED,
+                 memory_scope=MS.DEVICE)
+    else:
+        ct.store(vals, (v_idx,), v)
+        ct.store(status, (s_idx,), flags << 32, memory_order=MO.RELEASE, memory_scope=MS.DEVICE)
+
+
+@ct.function
+def load_words(status, idx, size, PACKED):
+    """status words [idx*size, (idx+1)*size): relaxed (packed) or acquire loads."""
+    if PACKED:
+        return ct.load(status, (idx,), (size,), padding_mode=ZERO, memory_order=MO.RELAXED,
+                       memory_scope=MS.DEVICE)
+    else:
+        return ct.load(status, (idx,), (size,), padding_mode=ZERO, memory_order=MO.ACQUIRE,
+                       memory_scope=MS.DEVICE)
+
+
+@ct.function
+def flags_of(head):
+    return ct.astype(head, ct.int64) * HEAD + READY
+
+
+# --- decoupled look-back (exact operators) ----------------------------------------------------
+@ct.function
+def lb_combine(r_a, f_a, a, r_b, f_b, b, KIND, OP, ACC):
+    """(ready, found, value) of consecutive windows lanes a then b: all ready, a
+    complete prefix found, the value from the newest complete one on."""
+    return (ct.minimum(r_a, r_b), ct.maximum(f_a, f_b),
+            ct.where(f_b != 0, b, op2(a, b, KIND, OP, ACC)))
+
+
+@ct.kernel
+def scan_lookback(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant[int],
+                  WINDOW: ct.Constant[int], ACC: ct.Constant, KIND: ct.Constant[str],
+                  OP: ct.Constant, ID: ct.Constant, EQ: ct.Constant, HAS_EQ: ct.Constant[bool],
+                  SHIFT: ct.Constant[bool], EXCL: ct.Constant[bool], INV: ct.Constant[bool],
+                  HAS_INIT: ct.Constant[bool], BY_KEY: ct.Constant[bool],
+                  IN_PLACE: ct.Constant[bool], PACKED: ct.Constant[bool],
+                  WIDE: ct.Constant[bool], SINGLE: ct.Constant[bool]):
+    """Mode 2: the single-pass scan with a decoupled look-back (Merrill and
+    Garland; examples/lookback_scan.py), for exact operators only (module
+    docstring). Tile t publishes its aggregate at once (flags READY, HEAD when a
+    key run starts in it), looks back a WINDOW of status words at a time (the
+    first load in flight while the tile is scanned), folds them with one
+    reduction until it meets a complete prefix (PREFIX, or an aggregate with a
+    HEAD), and publishes its inclusive prefix. Wide values: aggregates in
+    vals[t], prefixes in vals[P + t]."""
+    t = ticket(counter, SINGLE)
+    u, hu, h, a_ok, a_head, agg = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ,
+                                             HAS_EQ, SHIFT, BY_KEY, IN_PLACE, WIDE)
+    p_ok = ct.zeros((1,), ct.int32)
+    p_head = ct.zeros((1,), ct.int32)
+    p_val = ct.full((1,), ID, ACC)
+    end = t
+    w = t
+    words = ct.zeros((WINDOW,), ct.int64)
+    if not SINGLE:
+        if t == 0:
+            publish_at(status, t, vals, P + t, ct.full((1,), READY | PREFIX, ct.int64), agg,
+                       ACC, PACKED)
+        else:
+            publish_at(status, t, vals, t, flags_of(a_head), agg, ACC, PACKED)
+        w = ct.maximum(end - 1, 0) // WINDOW
+        words = load_words(status, w, WINDOW, PACKED)   # in flight while the tile is scanned
+    if KIND != "user" and not BY_KEY:
+        z = local_scan(u, KIND, OP, ACC)
+    if not SINGLE:
+        excl = ct.full((1,), ID, ACC)
+        while end > 0:
+            lane = w * WINDOW + ct.arange(WINDOW, dtype=ct.int32)
+            live = lane < end
+            f = words >> 32
+            if PACKED:
+                v = from_bits(words, ACC)
+            else:
+                v = ct.where((f & PREFIX) != 0, ct.load(vals, (P // WINDOW + w,), (WINDOW,)),
+                             ct.load(vals, (w,), (WINDOW,)))
+            ready, found, part = ct.reduce(
+                (ct.where(live, ct.astype(f & READY, ct.int32), 1),
+                 ct.where(live & ((f & (PREFIX | HEAD)) != 0), 1, 0),
+                 ct.where(live, v, ID)), 0,
+                lambda r1, f1, v1, r2, f2, v2: lb_combine(r1, f1, v1, r2, f2, v2, KIND, OP, ACC),
+                (1, 0, ID), keepdims=True)
+            if ready.item() == 1:
+                excl = op2(part, excl, KIND, OP, ACC)
+                end = ct.where(found.item() == 1, 0, w * WINDOW)
+            if end > 0:   # a window not yet ready, or no complete prefix in it: look again
+                w = (end - 1) // WINDOW
+                words = load_words(status, w, WINDOW, PACKED)
+        if t > 0:
+            one = ct.full((1,), 1, ct.int32)
+            p_ok = one
+            p_head = one                   # item 0 starts a run: every prefix holds a head
+            p_val = excl
+            _, _, incl = join(one, one, excl, one, a_head, agg, KIND, OP, ACC, BY_KEY)
+            publish_at(status, t, vals, P + t, ct.full((1,), READY | PREFIX, ct.int64), incl,
+                       ACC, PACKED)
+    if KIND != "user" and not BY_KEY:
+        finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, HAS_INIT, INV,
+                     WIDE)
+    else:
+        tile_finish(y, n, t, u, hu, h, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL,
+                    HAS_INIT, BY_KEY, WIDE)
+
+
+# --- two-level look-back over aligned groups (any operator) ------------------------------------
+@ct.kernel
+def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant[int],
+                GROUP: ct.Constant[int], ACC: ct.Constant, KIND: ct.Constant[str],
+                OP: ct.Constant, ID: ct.Constant, EQ: ct.Constant, HAS_EQ: ct.Constant[bool],
+                SHIFT: ct.Constant[bool], EXCL: ct.Constant[bool], INV: ct.Constant[bool],
+                HAS_INIT: ct.Constant[bool], BY_KEY: ct.Constant[bool],
+                IN_PLACE: ct.Constant[bool], PACKED: ct.Constant[bool],
+                WIDE: ct.Constant[bool], SINGLE: ct.Constant[bool]):
+    """Mode 3: the single-pass scan with a two-level look-back (module
+    docstring). Tile t = k*GROUP + j publishes its aggregate A[t] in status[t]
+    (vals[t]); its exclusive prefix is Pg(k-1) (+) fold(A[kG .. t-1]), one load
+    of the group's GROUP words and one fixed-shape masked reduction; the group's
+    last tile publishes Pg(k) = Pg(k-1) (+) fold(A[whole group k]) in
+    status[P + k] (vals[P + k])."""
+    t = ticket(counter, SINGLE)
+    u, hu, h, a_ok, a_head, agg = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ,
+                                             HAS_EQ, SHIFT, BY_KEY, IN_PLACE, WIDE)
+    p_ok = ct.zeros((1,), ct.int32)
+    p_head = ct.zeros((1,), ct.int32)
+    p_val = agg
+    k = t // GROUP
+    j = t - k * GROUP
+    words = ct.zeros((GROUP,), ct.int64)
+    gword = ct.zeros((1,), ct.int64)
+    if not SINGLE:
+        if j != GROUP - 1:   # the group's last tile's aggregate is read by nobody
+            publish_at(status, t, vals, t, flags_of(a_head), agg, ACC, PACKED)
+        words = load_words(status, k, GROUP, PACKED)     # in flight while the tile is scanned
+        gword = load_words(status, P + k - 1, 1, PACKED)
+    if KIND != "user" and not BY_KEY:
+        z = local_scan(u, KIND, OP, ACC)
+    if not SINGLE:
+        lane = ct.arange(GROUP, dtype=ct.int32)
+        need = lane < j
+        has_g = k > 0
+        while True:
+            ready = ct.minimum(ct.where(need, (words >> 32) & READY, 1),
+                               ct.where(has_g, (gword >> 32) & READY, 1))
+            if ct.min(ready, 0, keepdims=True).item() == 1:
+                break
+            words = load_words(status, k, GROUP, PACKED)
+            gword = load_words(status, P + k - 1, 1, PACKED)
+        if PACKED:
+            v = from_bits(words, ACC)
+            gv = from_bits(gword, ACC)
+        else:
+            v = ct.load(vals, (k,), (GROUP,))
+            gv = ct.load(vals, (P + k - 1,), (1,))
+        own = lane == j
+        v = ct.where(own, agg, v)
+        hd = ct.where(own, a_head, ct.astype(((words >> 32) & HEAD) >> 1, ct.int32))
+        e_ok, e_head, e_val = fold_parts(ct.where(need, 1, 0), ct.where(need, hd, 0), v, KIND,
+                                         OP, ACC, BY_KEY)
+        g_ok = ct.where(has_g, ct.full((1,), 1, ct.int32), 0)
+        g_head = ct.where(has_g, ct.astype(((gword >> 32) & HEAD) >> 1, ct.int32), 0)
+        p_ok, p_head, p_val = join(g_ok, g_head, gv, e_ok, e_head, e_val, KIND, OP, ACC, BY_KEY)
+        if j == GROUP - 1:   # the whole group (this tile's aggregate in the last lane)
+            f_ok, f_head, f_val = fold_parts(ct.full((GROUP,), 1, ct.int32), hd, v, KIND, OP,
+                                             ACC, BY_KEY)
+            _, q_head, q_val = join(g_ok, g_head, gv, f_ok, f_head, f_val, KIND, OP, ACC,
+                                    BY_KEY)
+            publish_at(status, P + k, vals, P + k, flags_of(q_head), q_val, ACC, PACKED)
+    if KIND != "user" and not BY_KEY:
+        finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, HAS_INIT, INV,
+                     WIDE)
+    else:
+        tile_finish(y, n, t, u, hu, h, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL,
+                    HAS_INIT, BY_KEY, WIDE)
 
 
 # --- reduce-then-scan -------------------------------------------------------------------------

@@ -4,11 +4,17 @@ Segment s is d_in[begins[s]:ends[s]] (empty when ends[s] <= begins[s]);
 segments may overlap, leave gaps or come in any order. Two kernels:
 
 - rows (`rows_known`, `rows_user`, `rows_arg`): block b reduces segments
-  b*SEGS .. b*SEGS+SEGS-1, one per row of a (SEGS, ITEMS) tile. Row r's
-  lane c folds items c, c+ITEMS, c+2*ITEMS, ... of its segment (gathered,
-  masked past the segment's end); the block loops until its longest
-  segment is done, so short segments share a block and a long one simply
-  loops. Each row is then reduced in lane order and combined with init.
+  b*SEGS .. b*SEGS+SEGS-1, one per row of a (SEGS, ITEMS) tile (rows_known:
+  WAVES such groups in turn, the next group's bounds loading with the
+  current group's items). Row r's lane c folds items c, c+ITEMS, c+2*ITEMS,
+  ... of its segment (gathered, masked past the segment's end); the block
+  loops until its longest segment is done, so short segments share a block
+  and a long one simply loops. Each row is then reduced in lane order and
+  combined with init. Each element computes its row and column itself and
+  loads its row's bounds (no broadcast through shared memory, no barriers
+  before the first items load); with NARROW (the host's choice: d_in and
+  the segment count below 2**30) bounds and indices are int32 whatever the
+  offsets' dtype, so int64 offsets cost no 64-bit arithmetic per item.
 - long (`long_known`): one block per segment (or SPLIT blocks per segment,
   FINAL=False) folding aligned TILE-item tiles of d_in with vector loads:
   the tiles wholly inside the segment unmasked, the first and last masked.
@@ -33,21 +39,41 @@ BIG = 9223372036854775807
 
 
 @ct.function
-def row_lanes(begins, ends, num_segments, SEGS, ITEMS):
-    """This block's segments: (segment ids, live, items per segment, the
-    gather index of each lane's first item, items left for each lane)."""
-    b = ct.bid(0)
-    s = b * SEGS + ct.arange(SEGS)
+def row_bounds(begins, ends, s, num_segments, size, NARROW):
+    """(first item, item count) of segment s (a tile of segment ids; ids past
+    num_segments count 0 items). Bounds are clamped to d_in ([0, size]): with
+    NARROW (d_in and the segment count below 2**30) they are int32 and every
+    index the kernel forms fits int32, whatever the offsets' dtype; else int64."""
     live = s < num_segments
-    beg = ct.load(begins, index=(b,), shape=(SEGS,), padding_mode=ZERO)
-    end = ct.load(ends, index=(b,), shape=(SEGS,), padding_mode=ZERO)
-    n = ct.where(live & (end > beg), end - beg, 0)
-    col = ct.arange(ITEMS)
-    # Loop-invariant 2-D tiles, broadcast once: a lane's k-th item is
-    # idx + k*ITEMS and exists while k*ITEMS < rem (no index overflows).
-    idx = beg[:, None] + col[None, :]
-    rem = n[:, None] - col[None, :]
-    return s, live, n, idx, rem
+    sc = ct.minimum(s, num_segments - 1)                 # a valid id: unmasked loads
+    beg = ct.gather(begins, sc, check_bounds=False)
+    end = ct.gather(ends, sc, check_bounds=False)
+    if NARROW:
+        beg = ct.astype(ct.minimum(ct.maximum(beg, 0), size), ct.int32)
+        end = ct.astype(ct.minimum(ct.maximum(end, 0), size), ct.int32)
+    else:
+        beg = ct.astype(ct.minimum(ct.maximum(beg, 0), size), ct.int64)
+        end = ct.astype(ct.minimum(ct.maximum(end, 0), size), ct.int64)
+    return beg, ct.where(live & (end > beg), end - beg, 0)
+
+
+@ct.function
+def row_grid(SEGS, ITEMS):
+    """Each element's row and column in the (SEGS, ITEMS) tile, computed in
+    place (no broadcast between threads): a thread's elements of one row then
+    load that row's bounds from the same address (L1 hits)."""
+    e = ct.arange(SEGS * ITEMS)
+    row = ct.astype(ct.astype(e, ct.uint32) // ITEMS, ct.int32)   # unsigned: a shift
+    return ct.reshape(row, (SEGS, ITEMS)), ct.reshape(e & (ITEMS - 1), (SEGS, ITEMS))
+
+
+@ct.function
+def first_row(b, ROWS, NARROW):
+    """The first segment id of block b, which reduces ROWS segments."""
+    if NARROW:
+        return b * ROWS
+    else:
+        return ct.astype(b, ct.int64) * ROWS
 
 
 @ct.function
@@ -63,32 +89,60 @@ def fold_rows(acc, KIND, ID):
         return ct.reduce(acc, 1, lambda p, q: combine_known(p, q, KIND), ID)
 
 
+@ct.function
+def fold_segments(x, beg, n, col, SEGS, ITEMS, ACC, KIND, ID):
+    """Each row's segment folded (shape (SEGS,), without init): lane c folds
+    items c, c+ITEMS, ... The first step does not wait for the block's longest
+    segment (the loop bound), so its loads go out with the bounds."""
+    ident = ct.full((SEGS, ITEMS), ID, ACC)
+    m = col < n
+    v = ct.astype(ct.gather(x, beg + col, mask=m, check_bounds=False), ACC)
+    acc = ct.where(m, combine_known(ident, v, KIND), ident)
+    for k in range(1, ct.cdiv(ct.max(n), ITEMS)):
+        p = col + k * ITEMS
+        mk = p < n
+        v = ct.astype(ct.gather(x, beg + p, mask=mk, check_bounds=False), ACC)
+        acc = ct.where(mk, combine_known(acc, v, KIND), acc)
+    return fold_rows(acc, KIND, ID)
+
+
 @ct.kernel
 def rows_known(x, begins, ends, out, num_segments, init, SEGS: ct.Constant[int],
                ITEMS: ct.Constant[int], ACC: ct.Constant, KIND: ct.Constant[str],
-               ID: ct.Constant):
-    s, live, n, idx, rem = row_lanes(begins, ends, num_segments, SEGS, ITEMS)
-    acc = ct.full((SEGS, ITEMS), ID, ACC)
-    for k in range(ct.cdiv(ct.max(n), ITEMS)):
-        off = k * ITEMS
-        m = rem > off
-        v = ct.astype(ct.gather(x, idx + off, mask=m), ACC)
-        acc = ct.where(m, combine_known(acc, v, KIND), acc)
-    r = combine_known(ct.full((SEGS,), init, ACC), fold_rows(acc, KIND, ID), KIND)
-    ct.scatter(out, s, ct.astype(r, out.dtype), mask=live)
+               ID: ct.Constant, WAVES: ct.Constant[int], NARROW: ct.Constant[bool]):
+    """Block b reduces segments b*SEGS*WAVES ... in WAVES groups of SEGS, one
+    group per step; each step loads the next group's bounds with its items."""
+    row, col = row_grid(SEGS, ITEMS)
+    first = first_row(ct.bid(0), SEGS * WAVES, NARROW)
+    s = first + row
+    size = x.shape[0]
+    beg, n = row_bounds(begins, ends, s, num_segments, size, NARROW)
+    so = first + ct.arange(SEGS)
+    for w in range(WAVES):
+        s = s + SEGS
+        beg_next, n_next = row_bounds(begins, ends, s, num_segments, size, NARROW)
+        r = fold_segments(x, beg, n, col, SEGS, ITEMS, ACC, KIND, ID)
+        r = combine_known(ct.full((SEGS,), init, ACC), r, KIND)
+        ct.scatter(out, so, ct.astype(r, out.dtype), mask=so < num_segments)
+        so = so + SEGS
+        beg = beg_next
+        n = n_next
 
 
 @ct.kernel
 def rows_user(x, begins, ends, out, num_segments, init, SEGS: ct.Constant[int],
-              ITEMS: ct.Constant[int], ACC: ct.Constant, OP: ct.Constant):
+              ITEMS: ct.Constant[int], ACC: ct.Constant, OP: ct.Constant,
+              NARROW: ct.Constant[bool]):
     """A user operator: no identity, so lanes carry (value, has-a-value)."""
-    s, live, n, idx, rem = row_lanes(begins, ends, num_segments, SEGS, ITEMS)
+    row, col = row_grid(SEGS, ITEMS)
+    first = first_row(ct.bid(0), SEGS, NARROW)
+    beg, n = row_bounds(begins, ends, first + row, num_segments, x.shape[0], NARROW)
     acc = ct.zeros((SEGS, ITEMS), ACC)
     ok = ct.full((SEGS, ITEMS), False, ct.bool_)
     for k in range(ct.cdiv(ct.max(n), ITEMS)):
-        off = k * ITEMS
-        m = rem > off
-        v = ct.astype(ct.gather(x, idx + off, mask=m), ACC)
+        p = col + k * ITEMS
+        m = p < n
+        v = ct.astype(ct.gather(x, beg + p, mask=m, check_bounds=False), ACC)
         acc = ct.where(m & ok, ct.astype(OP(acc, v), ACC), ct.where(m, v, acc))
         ok = ok | m
 
@@ -98,25 +152,28 @@ def rows_user(x, begins, ends, out, num_segments, init, SEGS: ct.Constant[int],
     r, r_ok = ct.reduce((acc, ok), 1, pair, (0, False))
     start = ct.full((SEGS,), init, ACC)
     r = ct.where(r_ok, ct.astype(OP(start, r), ACC), start)
-    ct.scatter(out, s, ct.astype(r, out.dtype), mask=live)
+    so = first + ct.arange(SEGS)
+    ct.scatter(out, so, ct.astype(r, out.dtype), mask=so < num_segments)
 
 
 @ct.kernel
 def rows_arg(x, begins, ends, out_value, out_index, num_segments, empty,
              SEGS: ct.Constant[int], ITEMS: ct.Constant[int], ID: ct.Constant,
-             MAX: ct.Constant[bool]):
+             MAX: ct.Constant[bool], NARROW: ct.Constant[bool]):
     """arg_min / arg_max per segment: the first best item and its offset in
     the segment (ties: the smallest offset; NaN last). Lanes keep the step k
     of their best item; its offset k*ITEMS + lane is formed once at the end.
     Empty segments: (empty, 1), as CUB."""
-    s, live, n, idx, rem = row_lanes(begins, ends, num_segments, SEGS, ITEMS)
+    row, col = row_grid(SEGS, ITEMS)
+    first = first_row(ct.bid(0), SEGS, NARROW)
+    beg, n = row_bounds(begins, ends, first + row, num_segments, x.shape[0], NARROW)
     none = 2147483647                                   # "no item yet"
     acc = ct.full((SEGS, ITEMS), ID, x.dtype)
     step_of = ct.full((SEGS, ITEMS), none, ct.int32)
     for k in range(ct.cdiv(ct.max(n), ITEMS)):
-        off = k * ITEMS
-        m = rem > off
-        v = ct.gather(x, idx + off, mask=m)
+        p = col + k * ITEMS
+        m = p < n
+        v = ct.gather(x, beg + p, mask=m, check_bounds=False)
         kt = ct.full((SEGS, ITEMS), k, ct.int32)
         take = before(v, kt, acc, step_of, MAX) & m
         acc = ct.where(take, v, acc)
@@ -128,10 +185,12 @@ def rows_arg(x, begins, ends, out_value, out_index, num_segments, empty,
         first = before(v, i, w, j, MAX)
         return ct.where(first, v, w), ct.where(first, i, j)
     r, ri = ct.reduce((acc, pos), 1, pick, (ID, BIG))
-    r = ct.where(n == 0, ct.full((SEGS,), empty, x.dtype), r)
-    ri = ct.where(n == 0, ct.full((SEGS,), 1, ct.int64), ri)
-    ct.scatter(out_value, s, ct.astype(r, out_value.dtype), mask=live)
-    ct.scatter(out_index, s, ct.astype(ri, out_index.dtype), mask=live)
+    so = first + ct.arange(SEGS)
+    empty_row = ri == BIG         # no lane took an item (each segment's first item is taken)
+    r = ct.where(empty_row, ct.full((SEGS,), empty, x.dtype), r)
+    ri = ct.where(empty_row, ct.full((SEGS,), 1, ct.int64), ri)
+    ct.scatter(out_value, so, ct.astype(r, out_value.dtype), mask=so < num_segments)
+    ct.scatter(out_index, so, ct.astype(ri, out_index.dtype), mask=so < num_segments)
 
 
 @ct.function

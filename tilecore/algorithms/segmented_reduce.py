@@ -41,6 +41,7 @@ __all__ = ["DeviceSegmentedReduce"]
 
 OFFSET_DTYPES = (D.int32, D.int64)
 _MAX_SEGMENTS = (1 << 31) - 1
+_NARROW_LIMIT = 1 << 30     # d_in's length and the segment count below it: int32 row kernels
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,8 @@ class _Plan:
     policy: SegmentedPolicy
     target: Target
     ident: Any                  # the operator's identity in acc (known and arg)
-    rows: Any                   # Kernel objects, launched with policy.block_threads
-    long: Any
+    rows: Any                   # Kernel objects: rows and final with policy.block_threads,
+    long: Any                   # long with policy.long_block_threads
     final: Any
 
     def shape(self, num_segments: int, num_items: int) -> Shape:
@@ -88,7 +89,8 @@ def _plan(kind: str, in_dtype: DType, acc: DType, op: Any, target: Target,
         rows = {"known": K.rows_known, "user": K.rows_user, "arg": K.rows_arg}[kind]
         ident = identity(op, acc) if kind != "user" else None
         plan = _plans[cache_key] = _Plan(kind, acc, op, policy, target, ident, _kernel(rows, t),
-                                         _kernel(K.long_known, t), _kernel(K.split_final, t))
+                                         _kernel(K.long_known, policy.long_block_threads),
+                                         _kernel(K.split_final, t))
     return plan
 
 
@@ -172,20 +174,24 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, a_in: 
         stream = None
     x = a_in.obj
     launch = ct.launch
+    # int32 bounds and indices in the rows kernels (whatever the offsets' dtype) while
+    # every index they form stays below 2**31
+    narrow = a_in.size < _NARROW_LIMIT and n < _NARROW_LIMIT
     if plan.kind == "arg":
         out_v, out_i = outs
         launch(stream, (-(-n // shape.segs),), plan.rows,
                (x, begins, ends, out_v, out_i, n, init, shape.segs, shape.items, plan.ident,
-                plan.op == "max"))
+                plan.op == "max", narrow))
         return needed
     (out,) = outs
     if plan.kind == "user":
         launch(stream, (-(-n // shape.segs),), plan.rows,
-               (x, begins, ends, out, n, init, shape.segs, shape.items, plan.acc, plan.op))
-    elif shape.kind == "rows":
-        launch(stream, (-(-n // shape.segs),), plan.rows,
                (x, begins, ends, out, n, init, shape.segs, shape.items, plan.acc, plan.op,
-                plan.ident))
+                narrow))
+    elif shape.kind == "rows":
+        launch(stream, (-(-n // (shape.segs * shape.waves)),), plan.rows,
+               (x, begins, ends, out, n, init, shape.segs, shape.items, plan.acc, plan.op,
+                plan.ident, shape.waves, narrow))
     elif not split:
         launch(stream, (n,), plan.long, (x, begins, ends, out, init, shape.items, plan.acc,
                                          plan.op, plan.ident, 1, True))

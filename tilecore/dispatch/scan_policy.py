@@ -4,6 +4,14 @@ refined by the tuning tables (`tuning_db/scan/sm_XY.yaml`) and by
 
 The tuning key: value_size (bytes per input item), accum (accumulator dtype
 name), op (operator class), offset_size (4, or 8 from 2**31 items) and by_key.
+
+Modes (`mode` for operators whose results depend on the association, i.e.
+float sums and products and user operators; `exact_mode` for exact ones:
+integer add/mul/and/or/xor and min/max of any dtype, by key too):
+0 single pass, Fenwick look-back; 1 reduce-then-scan; 2 decoupled look-back
+(exact operators only: it folds whatever its predecessors have published);
+3 single pass, two-level look-back over aligned groups of `group_tiles` tiles.
+All are deterministic for the operators they run (scan_kernels.py).
 """
 from __future__ import annotations
 
@@ -14,22 +22,34 @@ from ..tunings.schema import validate_params
 from .overrides import policy_overrides
 from .selector import chained
 
-__all__ = ["ScanPolicy", "select_scan_policy", "MODE_SINGLE_PASS", "MODE_REDUCE_THEN_SCAN"]
+__all__ = ["ScanPolicy", "select_scan_policy", "MODE_SINGLE_PASS", "MODE_REDUCE_THEN_SCAN",
+           "MODE_LOOKBACK", "MODE_GROUPS", "MODE_FENWICK"]
 
-MODE_SINGLE_PASS, MODE_REDUCE_THEN_SCAN = 0, 1
+MODE_SINGLE_PASS, MODE_REDUCE_THEN_SCAN, MODE_LOOKBACK, MODE_GROUPS = 0, 1, 2, 3
+MODE_FENWICK = MODE_SINGLE_PASS
 
 
 @dataclass(frozen=True)
 class ScanPolicy:
     block_threads: int      # threads per block
     items_per_thread: int   # items per thread per tile
-    mode: int               # MODE_SINGLE_PASS or MODE_REDUCE_THEN_SCAN
+    mode: int               # inexact operators: 0 Fenwick, 1 reduce-then-scan, 3 groups
     blocks_per_sm: int      # reduce-then-scan grid: at most sm_count * blocks_per_sm
+    exact_mode: int = MODE_LOOKBACK     # exact operators: 0..3
+    lookback_window: int = 16           # mode 2: status words per look-back load
+    group_tiles: int = 32               # mode 3: tiles per group
+    small_items: int = 0                # num_items <= this: small_block_threads per tile
+    small_block_threads: int = 256
+    exclusive_inverse: int = 0          # modes 2/3: exclusive integer add/xor as incl. - item
     source: str = "built-in"
 
     @property
     def tile_items(self) -> int:
         return self.block_threads * self.items_per_thread
+
+    def threads_for(self, n: int) -> int:
+        """Threads per block (the tile is this times items_per_thread) for n items."""
+        return self.small_block_threads if n <= self.small_items else self.block_threads
 
 
 def _items(key: dict, bytes_per_thread: int) -> int:
@@ -42,19 +62,23 @@ def _items(key: dict, bytes_per_thread: int) -> int:
     return max(1, min(64, per))
 
 
+_COMMON = dict(exact_mode=MODE_LOOKBACK, lookback_window=16, group_tiles=32, small_items=0,
+               small_block_threads=256, exclusive_inverse=0)
+
+
 def _sm70(key: dict) -> dict:
-    return dict(block_threads=128, items_per_thread=_items(key, 128), mode=MODE_SINGLE_PASS,
-                blocks_per_sm=4)
+    return dict(block_threads=128, items_per_thread=_items(key, 128), mode=MODE_GROUPS,
+                blocks_per_sm=4, **_COMMON)
 
 
 def _sm80(key: dict) -> dict:
-    return dict(block_threads=128, items_per_thread=_items(key, 256), mode=MODE_SINGLE_PASS,
-                blocks_per_sm=4)
+    return dict(block_threads=128, items_per_thread=_items(key, 256), mode=MODE_GROUPS,
+                blocks_per_sm=4, **_COMMON)
 
 
 def _sm90(key: dict) -> dict:
-    return dict(block_threads=128, items_per_thread=_items(key, 256), mode=MODE_SINGLE_PASS,
-                blocks_per_sm=4)
+    return dict(block_threads=1024, items_per_thread=_items(key, 128), mode=MODE_GROUPS,
+                blocks_per_sm=4, **_COMMON)
 
 
 def select_scan_policy(cc: int, key: dict) -> ScanPolicy:

@@ -25,10 +25,13 @@ ALGORITHM = "segmented_reduce"
 
 @dataclass(frozen=True)
 class SegmentedPolicy:
-    block_threads: int            # threads per block of both kernels
+    block_threads: int            # threads per block of the rows kernel (and split_final)
     rows_items_per_thread: int    # rows kernel: tile = block_threads * this
     min_row_items: int            # rows kernel: narrowest row
-    long_items_per_thread: int    # long kernel: tile = block_threads * this
+    rows_waves: int               # rows kernel (well-known operators): row groups per block
+    long_block_threads: int       # threads per block of the long kernel
+    long_items_per_thread: int    # long kernel: largest tile = long_block_threads * this
+    long_min_items_per_thread: int  # long kernel: smallest tile (fitted to the average length)
     long_min_avg_items: int       # average segment length from which the long kernel runs
     split_min_blocks_per_sm: int  # long kernel: split segments while fewer blocks than this/SM
     source: str = "built-in"
@@ -39,7 +42,16 @@ class SegmentedPolicy:
 
     @property
     def long_tile(self) -> int:
-        return self.block_threads * self.long_items_per_thread
+        return self.long_block_threads * self.long_items_per_thread
+
+    def long_tile_for(self, avg: int) -> int:
+        """The long kernel's tile for segments of `avg` items on average: the
+        average rounded up to a power of two, within [long_min_items_per_thread,
+        long_items_per_thread] items per thread (a segment is then one or two
+        tiles, not a large mostly masked one)."""
+        lo = self.long_block_threads * min(self.long_min_items_per_thread,
+                                           self.long_items_per_thread)
+        return min(max(_pow2_ceil(avg), lo), self.long_tile)
 
 
 def _per_thread(key: dict, nbytes: int) -> int:
@@ -51,14 +63,14 @@ def _per_thread(key: dict, nbytes: int) -> int:
 
 def _sm70(key: dict) -> dict:
     return dict(block_threads=256, rows_items_per_thread=_per_thread(key, 16), min_row_items=32,
-                long_items_per_thread=_per_thread(key, 32), long_min_avg_items=8192,
-                split_min_blocks_per_sm=4)
+                rows_waves=1, long_block_threads=256, long_items_per_thread=_per_thread(key, 32),
+                long_min_items_per_thread=1, long_min_avg_items=8192, split_min_blocks_per_sm=4)
 
 
 def _sm80(key: dict) -> dict:
     return dict(block_threads=256, rows_items_per_thread=_per_thread(key, 32), min_row_items=32,
-                long_items_per_thread=_per_thread(key, 64), long_min_avg_items=8192,
-                split_min_blocks_per_sm=4)
+                rows_waves=1, long_block_threads=256, long_items_per_thread=_per_thread(key, 64),
+                long_min_items_per_thread=1, long_min_avg_items=8192, split_min_blocks_per_sm=4)
 
 
 def _sm90(key: dict) -> dict:
@@ -84,13 +96,20 @@ def select_segmented_policy(cc: int, key: dict) -> SegmentedPolicy:
 
 class Shape(NamedTuple):
     """The kernel a call runs and its compile-time shape.
-    kind "rows": a block reduces `segs` segments, each through a row of
-    `items` lanes. kind "long": `split` blocks per segment (1: one block
-    writing the result), each loading `items`-item aligned tiles."""
+    kind "rows": a block reduces `segs` segments at a time, each through a
+    row of `items` lanes, `waves` times in turn (well-known operators; 1
+    otherwise). kind "long": `split` blocks per segment (1: one block writing
+    the result), each loading `items`-item aligned tiles."""
     kind: str
     segs: int
     items: int
     split: int
+    waves: int = 1
+
+
+# The rows kernel's grid keeps at least this many blocks per SM when it gives a
+# block several row groups (rows_waves).
+_MIN_BLOCKS_PER_SM = 8
 
 
 def _pow2_ceil(n: int) -> int:
@@ -109,7 +128,7 @@ def choose_shape(p: SegmentedPolicy, num_segments: int, num_items: int, sm_count
     operators)."""
     avg = num_items // max(num_segments, 1)
     if long_ok and avg >= p.long_min_avg_items:
-        tile = p.long_tile
+        tile = p.long_tile_for(avg)
         split = 1
         want = sm_count * p.split_min_blocks_per_sm
         if num_segments < want:
@@ -118,4 +137,9 @@ def choose_shape(p: SegmentedPolicy, num_segments: int, num_items: int, sm_count
                         _pow2_floor(max(avg // (2 * tile), 1)), 1024)
         return Shape("long", 1, tile, split)
     items = min(max(_pow2_ceil(avg), p.min_row_items), p.rows_tile)
-    return Shape("rows", p.rows_tile // items, items, 1)
+    segs = p.rows_tile // items
+    waves = p.rows_waves if long_ok else 1
+    # fewer waves while they would leave fewer than _MIN_BLOCKS_PER_SM blocks per SM
+    while waves > 1 and -(-num_segments // (segs * waves)) < sm_count * _MIN_BLOCKS_PER_SM:
+        waves //= 2
+    return Shape("rows", segs, items, 1, waves)

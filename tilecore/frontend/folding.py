@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import Loc, TileTypeError, TileValueError
 from ..language import dtypes as D
+from ..language.rounding import cast
 from ..language.dtypes import DType
 from .values import Const
 
@@ -233,10 +234,23 @@ def convert_const(v: Any, dtype: DType, loc: Optional[Loc] = None):
                 iv -= 1 << bits
             return iv
         f = _to_float64(v, lambda: f"{dtype.name}({fmt_number(v)})", loc)
-        if dtype is D.tfloat32:
-            from ..language.rounding import round_tf32
-            return round_tf32(float(f))
-        return float(np.asarray(f).astype(dtype.numpy_dtype).astype(np.float64))
+        if isinstance(v, (int, np.integer)):   # bool included: rounded once, from the exact int
+            f = _exact_source(int(v), f)
+        return float(np.asarray(cast(f, dtype)).astype(np.float64).reshape(-1)[0])
+
+
+def _exact_source(v: int, f: np.float64) -> np.ndarray:
+    """An array whose one element `cast` rounds to any float dtype exactly as the
+    integer `v` itself would round: `v` in int64 or uint64, else its float64
+    rounded to odd (the top 53 bits and a sticky bit; a second rounding to a
+    format of at most 51 bits is then the single correct one). `f`: float(v)."""
+    if -(1 << 63) <= v < 1 << 64:
+        return np.array([v], np.int64 if v < 1 << 63 else np.uint64)
+    mag = abs(v)
+    shift = mag.bit_length() - 53
+    kept = (mag >> shift) | (1 if mag & ((1 << shift) - 1) else 0)
+    odd = math.ldexp(kept, shift) if math.isfinite(f) else float(f)
+    return np.array([odd if v > 0 else -odd])
 
 
 def py_conversion(conv: type, v: Any, loc: Optional[Loc]) -> Const:

@@ -190,4 +190,7 @@ def _install_fast_launch(state: dict, ordinal: int, key: tuple, args: Sequence[A
         fast[kinds] = make_fast_launch(key, args, ordinal, plan.checked, plan.loaded.launcher,
                                        plan.loaded.fail, only_device=device_count() == 1,
                                        written=plan.written_at)
-    state["fast_launch"] = fast[kinds]
+    current = state.get("fast_launch")
+    if current is not fast[kinds]:
+        state["fast_launch_prev"] = current   # host/launch.py tries it second
+        state["fast_launch"] = fast[kinds]

@@ -65,9 +65,17 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /) -> None:
     for any launch (and on the GPU the kernel is compiled), so a bad call fails
     the same way whatever the data size."""
     if type(kernel) is Kernel:
-        fast = kernel.backend_cache.get("fast_launch")
-        if fast is not None and fast(stream, grid, kernel_args):
-            return
+        cache = kernel.backend_cache
+        fast = cache.get("fast_launch")
+        if fast is not None:
+            if fast(stream, grid, kernel_args):
+                return
+            # A kernel launched with two kinds of arguments in turn (two specializations,
+            # e.g. the two passes of a reduction) keeps both fast launchers.
+            prev = cache.get("fast_launch_prev")
+            if prev is not None and prev(stream, grid, kernel_args):
+                cache["fast_launch"], cache["fast_launch_prev"] = prev, fast
+                return
     else:
         raise TypeError(f'Invalid argument "kernel" of launch(): expected a @tilecore.kernel, '
                         f"got {type(kernel).__name__}")

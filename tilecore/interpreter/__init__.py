@@ -4,7 +4,7 @@
 them block by block over a grid.
 """
 from .memory import OutOfBoundsTileWarning
-from .rounding import cast, round_to_tf32
+from ..language.rounding import cast, round_to_tf32
 from .rules import RULES
 from .run import run_function
 

@@ -24,7 +24,7 @@ import numpy as np
 from ..ir.core import Op
 from .context import BlockContext
 from .memory import addressed, split_mask
-from .rounding import cast, compute_dtype
+from ..language.rounding import cast, compute_dtype
 
 __all__ = ["RULES"]
 

@@ -13,7 +13,7 @@ import numpy as np
 from ..ir.core import Op
 from ..language.enums import RoundingMode
 from .context import BlockContext
-from .rounding import cast, compute_dtype
+from ..language.rounding import cast, compute_dtype
 
 __all__ = ["RULES"]
 

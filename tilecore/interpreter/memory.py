@@ -24,7 +24,7 @@ from ..ir.core import Op
 from ..language.dtypes import DType
 from ..language.enums import PaddingMode
 from .context import BlockContext
-from .rounding import cast
+from ..language.rounding import cast
 
 __all__ = ["RULES", "padding_value", "addressed", "split_mask", "OutOfBoundsTileWarning"]
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..ir.core import Op
 from .context import BlockContext
-from .rounding import cast, compute_dtype
+from ..language.rounding import cast, compute_dtype
 
 __all__ = ["RULES"]
 

@@ -16,7 +16,7 @@ from ..ir.core import Function, Value
 from ..ir.types import ArrayType
 from .block_order import BLOCK_ORDERS, block_ids
 from .context import BlockContext, BoundsReport
-from .rounding import cast
+from ..language.rounding import cast
 from .rules import RULES
 
 __all__ = ["run_function"]

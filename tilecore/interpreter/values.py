@@ -10,7 +10,7 @@ import numpy as np
 
 from ..ir.core import Op
 from .context import BlockContext
-from .rounding import cast
+from ..language.rounding import cast
 
 __all__ = ["RULES"]
 

@@ -122,12 +122,34 @@ SCAN = AlgorithmSchema(
         Param("block_threads", 32, 1024, True, "threads per block of the scan kernels"),
         Param("items_per_thread", 1, 128, True,
               "items each thread scans per tile (tile = block_threads * items_per_thread)"),
-        Param("mode", 0, 1, False,
-              "0: single pass (Fenwick look-back, deterministic); 1: reduce-then-scan "
-              "(two kernels, reads the input twice, deterministic)"),
+        Param("mode", 0, 3, False,
+              "inexact operators (float add/mul, user operators): 0 single pass with a "
+              "Fenwick look-back; 1 reduce-then-scan (two kernels, reads the input twice); "
+              "3 single pass with a two-level look-back over aligned groups of group_tiles "
+              "tiles (2, the decoupled look-back, is for exact operators only); all "
+              "deterministic"),
         Param("blocks_per_sm", 1, 32, False,
               "reduce-then-scan: at most sm_count * blocks_per_sm blocks, each scanning a "
               "contiguous chunk of tiles"),
+        Param("exact_mode", 0, 3, False,
+              "exact operators (integer add/mul/and/or/xor, min/max; by key too): the mode "
+              "as above, or 2: single pass with a decoupled look-back (bit-identical "
+              "results whatever it finds, since the operator is exact)"),
+        Param("lookback_window", 2, 64, True,
+              "mode 2: status words each look-back step loads and folds"),
+        Param("group_tiles", 2, 256, True,
+              "mode 3: tiles per group (one link of the groups' serial prefix chain)"),
+        Param("small_items", 0, 1 << 31, False,
+              "inputs of at most this many items use small_block_threads threads per block "
+              "(a smaller tile, for more tiles than SMs); 0: never"),
+        Param("small_block_threads", 32, 1024, True,
+              "threads per block (tile = small_block_threads * items_per_thread) for inputs "
+              "of at most small_items items"),
+        Param("exclusive_inverse", 0, 1, False,
+              "modes 2 and 3: an exclusive integer add/xor scan loads its tile unshifted "
+              "(vector loads) and subtracts (xors) each item from the inclusive result, "
+              "exact; it keeps items and sums live at once (2x the registers); 0: load the "
+              "tile shifted by one item"),
     ),
     key_fields=(
         KeyField("value_size", (1, 2, 4, 8), "bytes per input item"),
@@ -140,6 +162,10 @@ SCAN = AlgorithmSchema(
     constraints=(
         Constraint("block_threads * items_per_thread <= 65536 (tile size; NVRTC time grows "
                    "fast past it)", lambda p: p["block_threads"] * p["items_per_thread"] <= 65536),
+        Constraint("mode != 2 (the decoupled look-back's result depends on what it finds: "
+                   "exact operators only, through exact_mode)", lambda p: p["mode"] != 2),
+        Constraint("small_block_threads * items_per_thread <= 65536",
+                   lambda p: p["small_block_threads"] * p["items_per_thread"] <= 65536),
     ),
 )
 
@@ -148,16 +174,26 @@ SCHEMAS: dict[str, AlgorithmSchema] = {"reduce": REDUCE, "scan": SCAN}
 SEGMENTED_REDUCE = AlgorithmSchema(
     algorithm="segmented_reduce",
     params=(
-        Param("block_threads", 32, 1024, True, "threads per block of both segment kernels"),
+        Param("block_threads", 32, 1024, True,
+              "threads per block of the rows kernel (and of the pass over split partials)"),
         Param("rows_items_per_thread", 1, 64, True,
               "the rows kernel's tile (segments x items, several segments per block) holds "
               "block_threads * rows_items_per_thread items"),
         Param("min_row_items", 1, 4096, True,
               "the narrowest row of the rows kernel (its row width is the average segment "
               "length rounded up to a power of two, at least this, at most the tile)"),
+        Param("rows_waves", 1, 64, True,
+              "rows kernel, well-known operators: row groups (of block_threads * "
+              "rows_items_per_thread items) each block reduces in turn, loading the next "
+              "group's offsets with the current group's items; fewer while the grid would "
+              "have fewer than 8 blocks per SM"),
+        Param("long_block_threads", 32, 1024, True, "threads per block of the long kernel"),
         Param("long_items_per_thread", 1, 64, True,
-              "the long kernel (one block per segment, aligned tiles) loads "
-              "block_threads * long_items_per_thread items per step"),
+              "the long kernel (one block per segment, aligned tiles) loads at most "
+              "long_block_threads * long_items_per_thread items per step"),
+        Param("long_min_items_per_thread", 1, 64, True,
+              "the long kernel's tile is the average segment length rounded up to a power of "
+              "two, at least long_block_threads * this (at most the largest tile)"),
         Param("long_min_avg_items", 1, 1 << 30, False,
               "average segment length (input items / segments, known on the host) from which "
               "well-known operators use the long kernel instead of the rows kernel"),
@@ -175,8 +211,8 @@ SEGMENTED_REDUCE = AlgorithmSchema(
     constraints=(
         Constraint("block_threads * rows_items_per_thread <= 16384 (rows tile)",
                    lambda p: p["block_threads"] * p["rows_items_per_thread"] <= 16384),
-        Constraint("block_threads * long_items_per_thread <= 65536 (long tile)",
-                   lambda p: p["block_threads"] * p["long_items_per_thread"] <= 65536),
+        Constraint("long_block_threads * long_items_per_thread <= 65536 (long tile)",
+                   lambda p: p["long_block_threads"] * p["long_items_per_thread"] <= 65536),
         Constraint("min_row_items <= block_threads * rows_items_per_thread",
                    lambda p: p["min_row_items"] <= p["block_threads"] * p["rows_items_per_thread"]),
     ),

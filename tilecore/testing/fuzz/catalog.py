@@ -33,13 +33,7 @@ NOT_FUZZED_FUNCTIONS: dict[str, str] = {
 
 # Open bugs the generator steers around (GenConfig.known_issues), so that runs
 # keep finding new ones; delete an entry when its bug is fixed.
-KNOWN_ISSUES: dict[str, str] = {
-    "fold_round_twice": "frontend/folding.py convert_const rounds a float64 or a 64-bit "
-                        "integer constant to bfloat16, float8, tfloat32 (and 64-bit integers "
-                        "to float32) through float64/float32 first: ct.bfloat16(1 + 2**-8 + "
-                        "2**-30) folds to 1.0, while astype at run time gives 1 + 2**-7. The "
-                        "generator then gives such conversions no values near a midpoint.",
-}
+KNOWN_ISSUES: dict[str, str] = {}
 
 
 def catalog_keys() -> set[str]:
