@@ -19,7 +19,15 @@ tilecore.algorithms, then the first DeviceReduce.sum (size query + run +
 synchronize) and the first tilecore.algorithms.sum, with an empty kernel cache
 (a fresh TILECORE_CACHE_DIR: NVRTC compiles) and again with that cache warm.
 Goals: under 1 s cold, under 50 ms warm (issue), both measured after the
-import and after CuPy has created the CUDA context.
+import and after CuPy has created the CUDA context. "yaml imported" and
+"kernels lowered" say whether the warm start skipped PyYAML (the tuning
+tables' JSON cache, tunings/table_cache.py) and the front end (the spec-key
+kernel cache, host/spec_cache.py): a warm GPU row should read False and 0
+(the interpreter always lowers and its count stays 0).
+
+Table 1 on the GPU also times the pieces of a convenience call: the result's
+allocation before (1-d, then reshape to 0-d) and now (0-d directly), and the
+libraries' current-stream readers.
 
     python benchmarks/bench_algorithms_host.py [--out DIR]
     python benchmarks/bench_algorithms_host.py --cpu   # no GPU: NumPy arrays
@@ -27,8 +35,9 @@ import and after CuPy has created the CUDA context.
 
 --single-block-max N runs table 1 under override_policy("reduce",
 single_block_max_items=N): up to N items one launch instead of two (sm_90's
-table says 16384), to weigh the host time saved at 2^15..2^16 against the
-one-block kernel's device time (bench_reduce.py at those sizes).
+table says 65536 for 4-byte items, hand-set, and 16384 otherwise), to weigh the
+host time saved at 2^15..2^16 against the one-block kernel's device time
+(bench_reduce.py at those sizes).
 
 With --cpu (no GPU needed) table 1 measures the host layer alone on NumPy
 arrays with tilecore.launch replaced by a no-op (the interpreter's run is not
@@ -134,6 +143,27 @@ def gpu_cases(n: int) -> dict:
             f"algorithms.min ({name})": lambda a=a: A.min(a),
             f"algorithms.argmax ({name})": lambda a=a: A.argmax(a),
         })
+    # what the convenience layer's result costs (it now allocates 0-d directly and writes
+    # it through a DeviceArray of its pointer; it used to allocate 1-d and reshape to 0-d)
+    cases["alloc: cupy.empty(1, f32).reshape(()) (before)"] = \
+        lambda: cp.empty(1, cp.float32).reshape(())
+    cases["alloc: cupy.ndarray((), f32) (now)"] = lambda nd=cp.ndarray: nd((), np.float32)
+    if torch is not None:
+        dev = torch.device("cuda", torch.cuda.current_device())
+        f32 = torch.float32
+        cases["alloc: torch.empty(1, device=dev).reshape(()) (before)"] = \
+            lambda: torch.empty(1, dtype=f32, device=dev).reshape(())
+        cases["alloc: torch.empty((), device=dev) (now)"] = \
+            lambda: torch.empty((), dtype=f32, device=dev)
+        t0 = libs["torch"][0]
+        cases["alloc: t.new_empty(())"] = lambda: t0.new_empty(())
+        cases["stream: torch.cuda.current_stream().cuda_stream"] = \
+            lambda: torch.cuda.current_stream().cuda_stream
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if raw is not None:
+            cases["stream: torch._C._cuda_getCurrentRawStream(0) (now)"] = lambda: raw(0)
+    cases["stream: cupy.cuda.get_current_stream().ptr (now)"] = \
+        lambda: cp.cuda.get_current_stream().ptr
     cases["peer: cupy x.sum()"] = lambda: x.sum()
     cases["peer: cupy x.argmax()"] = lambda: x.argmax()
     if torch is not None:
@@ -222,7 +252,9 @@ t4 = time.perf_counter()
 A.sum(x)
 sync()
 t5 = time.perf_counter()
-print(json.dumps({"import_ms": 1e3 * (t2 - t1), "size_query_ms": 1e3 * (t3 - t2),
+from tilecore.host import spec_cache
+print(json.dumps({"yaml_imported": "yaml" in sys.modules, "kernels_lowered": spec_cache.lowered[0],
+                  "import_ms": 1e3 * (t2 - t1), "size_query_ms": 1e3 * (t3 - t2),
                   "first_sum_ms": 1e3 * (t4 - t2), "first_convenience_sum_ms": 1e3 * (t5 - t4),
                   "arrays_ms": 1e3 * (t1 - t0)}))
 """
@@ -239,7 +271,8 @@ def first_calls(gpu: bool, records: list) -> list:
                 raise RuntimeError(r.stderr)
             got = json.loads(r.stdout.strip().splitlines()[-1])
             rows.append([state, round(got["import_ms"], 1), round(got["size_query_ms"], 2),
-                         round(got["first_sum_ms"], 1), round(got["first_convenience_sum_ms"], 1)])
+                         round(got["first_sum_ms"], 1), round(got["first_convenience_sum_ms"], 1),
+                         got["yaml_imported"], got["kernels_lowered"]])
             records.append({"table": "first_call", "gpu": gpu, "state": state, **got})
     return rows
 
@@ -270,7 +303,8 @@ def main() -> None:
             print_table("host us per cached call (float32)", header, gpu_table(records))
     print_table("first call in a new process, ms (after the import; sum of 2^20 float32)",
                 ["kernel cache", "import", "size query", "first DeviceReduce.sum",
-                 "then first algorithms.sum"], first_calls(not args.cpu, records))
+                 "then first algorithms.sum", "yaml imported", "kernels lowered"],
+                first_calls(not args.cpu, records))
     path = write_json(Path(args.out), "algorithms_host" + ("_cpu" if args.cpu else ""),
                       {**info, "results": records})
     print(f"wrote {path}")

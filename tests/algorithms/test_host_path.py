@@ -217,3 +217,108 @@ def test_device_arrays_have_cached_accessors():
     assert lib.temp(DeviceArray(4096, (10,), (1,), ct.float32, 0, True)) == -1
     assert lib.temp(DeviceArray(4096, (10,), (1,), ct.float32, 0)) == 40
     assert lib_of([1, 2]) is None and lib_of(np.zeros(2)).host
+
+
+# -- the convenience layer's GPU cached path, on stand-ins of CuPy and PyTorch -----------------
+
+class _FakeMemory:
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+
+def _fake_libraries(monkeypatch):
+    """Minimal `cupy` and `torch` modules: what the cached GPU path touches
+    (0-d allocation, the pointer, the raw current stream), with each
+    allocation counted and given a new pointer."""
+    import sys
+    import types
+    made = {"cupy": [], "torch": [], "reshape": 0}
+
+    cupy = types.ModuleType("cupy")
+
+    class ndarray:  # noqa: N801  (CuPy's name)
+        def __init__(self, shape, dtype):
+            self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+            self.ndim, self.size = len(self.shape), int(np.prod(self.shape))
+            self.data = _FakeMemory(4096 * (len(made["cupy"]) + 1))
+            self.device = types.SimpleNamespace(id=0)
+            made["cupy"].append(self)
+
+        def reshape(self, *shape):
+            made["reshape"] += 1
+            return self
+    ndarray.__module__ = "cupy"
+    cupy.ndarray = ndarray
+    cupy.empty = lambda shape, dtype: ndarray(shape, dtype)
+    cupy.cuda = types.SimpleNamespace(get_current_stream=lambda: types.SimpleNamespace(ptr=77))
+
+    torch = types.ModuleType("torch")
+
+    class Tensor:
+        def __init__(self, shape, dtype):
+            self.shape, self.dtype = tuple(shape), dtype
+            self.ndim = len(self.shape)
+            self._ptr = 8192 * (len(made["torch"]) + 1)
+            made["torch"].append(self)
+
+        def data_ptr(self):
+            return self._ptr
+
+        def numel(self):
+            return int(np.prod(self.shape))
+
+        is_cuda = True
+
+        def get_device(self):
+            return 0
+
+        def reshape(self, *shape):
+            made["reshape"] += 1
+            return self
+    Tensor.__module__ = "torch"
+    torch.Tensor = Tensor
+    for name in ("int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32",
+                 "float64"):
+        setattr(torch, name, "torch." + name)
+    torch.empty = lambda shape, dtype=None, device=None: Tensor(shape, dtype)
+    torch.device = lambda kind, index: (kind, index)
+    torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: 99)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    return cupy, torch, made
+
+
+@pytest.mark.parametrize("library", ["cupy", "torch"])
+def test_convenience_gpu_cached_path_makes_one_0d_result(launches, monkeypatch, library):
+    """On the GPU the cached path allocates the 0-d result directly (no 1-d
+    array, no reshape), passes the kernel a DeviceArray of its pointer, and
+    reads the library's raw current stream."""
+    from tilecore.algorithms import hostpath as H
+    from tilecore.language import dtypes as D
+    cupy, torch, made = _fake_libraries(monkeypatch)
+    host = np.random.default_rng(5).random(1000).astype(np.float32)
+    A.sum(host)  # a real plan (the interpreter's target; launches are recorded, not run)
+    plan = RM.signature_plan("sum", host, np.zeros(1, np.float32))
+    assert plan is not None
+    if library == "cupy":
+        x = cupy.ndarray((1000,), np.float32)
+        conv = C._Conv(plan, H._CUPY, C._cupy(), x, D.float32, None)
+    else:
+        x = torch.Tensor((1000,), "torch.float32")
+        conv = C._Conv(plan, H._TORCH, C._torch(), x, D.float32, None)
+    made[library].clear()
+    made["reshape"] = 0
+    launches.calls.clear()
+    results = [conv(x) for _ in range(3)]
+    assert made[library] == results and made["reshape"] == 0  # one 0-d allocation per call
+    assert all(r.shape == () for r in results)
+    assert len(launches.calls) == 3  # 1000 items: the single-block kernel
+    for r, (stream, grid, _, args) in zip(results, launches.calls):
+        assert stream == (77 if library == "cupy" else 99) and grid == (1,)
+        out = args[1]
+        assert type(out) is DeviceArray and out.shape == (1,) and out.strides == (1,)
+        ptr = r.data.ptr if library == "cupy" else r.data_ptr()
+        assert out.ptr == ptr and out.dtype is ct.float32 and not out.readonly
+    # a policy change makes the cached path decline (the general path rebuilds)
+    with small():
+        assert conv(x) is None

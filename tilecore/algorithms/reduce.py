@@ -28,15 +28,15 @@ import numpy as np
 import tilecore as ct
 
 from .. import config
-from ..dispatch.buffers import device_buffer, host_buffer
 from ..dispatch.reduce_policy import ReducePolicy, select_reduce_policy
-from ..dispatch.target import Target, device_target, interpreter_target
+from ..dispatch.target import Target
 from ..dispatch.temp_storage import Layout, check_size
 from ..language import dtypes as D
 from ..language.dtypes import DType
 from ..runtime import DeviceArray
 from . import reduce_kernels as K
-from .arrays import Arg, as_1d_output, check_1d, check_num_items, describe, same_side
+from .shared import check_dtype, kernel_for, target_of, temp_buffer
+from .arrays import as_1d_output, check_1d, check_num_items, describe
 from .hostpath import epoch, lib_of, one_device
 from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, scalar_dtype,
                         sum_accumulator)
@@ -125,16 +125,6 @@ class _Plan:
         launch(stream, _ONE, self.final, (*views, *outs, grid, *init) + self.final_tail)
 
 
-_kernels: dict[tuple, Any] = {}
-
-
-def _kernel(fn, threads: int):
-    """The kernel object of `fn` launched with `threads` threads per block."""
-    key = (fn.pyfunc, threads)
-    k = _kernels.get(key)
-    if k is None:
-        k = _kernels[key] = ct.kernel(fn.pyfunc, num_threads=threads)
-    return k
 
 
 _plans: dict[tuple, _Plan] = {}
@@ -175,8 +165,8 @@ def _make_plan(kind: str, in_dtype: DType, acc: DType, op: Any, target: Target, 
         fn = fin = K.reduce_user
         tails = ((tile, acc, op, xf, has_xf, True), (tile, acc, op, xf, has_xf, False),
                  (final_tile, acc, op, _no_transform, False, True))
-    return _Plan(kind, acc, policy, target, _kernel(fn, policy.block_threads),
-                 _kernel(fin, policy.final_block_threads), tails)
+    return _Plan(kind, acc, policy, target, kernel_for(fn, policy.block_threads),
+                 kernel_for(fin, policy.final_block_threads), tails)
 
 
 def _plan(kind: str, in_dtype: DType, acc: DType, op: Any, target: Target, wide: bool,
@@ -190,25 +180,10 @@ def _plan(kind: str, in_dtype: DType, acc: DType, op: Any, target: Target, wide:
     return plan
 
 
-def _target(args: list[tuple[str, Arg]]) -> Target:
-    if same_side(args):
-        return interpreter_target()
-    return device_target(next(a.device_id for _, a in args if a.device_id >= 0))
 
 
-def _buffer(temp_storage: Any, host: bool):
-    t = describe(temp_storage, "temp_storage")
-    if t.host != host:
-        raise TypeError('Invalid argument "temp_storage": it is a '
-                        + ("host NumPy array but the data are GPU arrays" if t.host else
-                           "GPU array but the data are host NumPy arrays (the interpreter)"))
-    return host_buffer(t.obj) if host else device_buffer(t.fields)
 
 
-def _check_dtype(a: Arg, name: str, allowed=NUMERIC) -> None:
-    if a.dtype not in allowed:
-        raise TypeError(f'Invalid argument "{name}": dtype {a.dtype.name} is not supported '
-                        f"(expected one of {[d.name for d in allowed]})")
 
 
 def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any,
@@ -218,7 +193,7 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any
     needed, aliases = plan.layout(grid)
     if temp_storage is None:
         return needed
-    buf = _buffer(temp_storage, host)
+    buf = temp_buffer(temp_storage, host)
     check_size(needed, buf.nbytes)
     if host:
         stream = None
@@ -313,10 +288,10 @@ def _reduce(temp_storage, d_in, d_out, num_items, op: Any, init: Any, transform,
     a_in = describe(d_in, "d_in")
     a_out = as_1d_output(describe(d_out, "d_out"), "d_out")
     check_1d(a_in, "d_in")
-    _check_dtype(a_in, "d_in")
-    _check_dtype(a_out, "d_out")
+    check_dtype(a_in, "d_in")
+    check_dtype(a_out, "d_out")
     n = check_num_items(num_items, a_in)
-    target = _target([("d_in", a_in), ("d_out", a_out)])
+    target = target_of([("d_in", a_in), ("d_out", a_out)])
     name = op_name(op)
     if acc_rule == "sum":
         acc = sum_accumulator(a_in.dtype, a_out.dtype)
@@ -351,13 +326,13 @@ def _arg(temp_storage, d_in, d_out_value, d_out_index, num_items, stream, max_: 
     a_v = as_1d_output(describe(d_out_value, "d_out_value"), "d_out_value")
     a_i = as_1d_output(describe(d_out_index, "d_out_index"), "d_out_index")
     check_1d(a_in, "d_in")
-    _check_dtype(a_in, "d_in")
-    _check_dtype(a_v, "d_out_value")
+    check_dtype(a_in, "d_in")
+    check_dtype(a_v, "d_out_value")
     if not a_i.dtype.is_integer:
         raise TypeError(f'Invalid argument "d_out_index": expected an integer dtype (int64, as '
                         f"CUB writes), got {a_i.dtype.name}")
     n = check_num_items(num_items, a_in)
-    target = _target([("d_in", a_in), ("d_out_value", a_v), ("d_out_index", a_i)])
+    target = target_of([("d_in", a_in), ("d_out_value", a_v), ("d_out_index", a_i)])
     dt = a_in.dtype
     plan = _plan("arg", dt, dt, "max" if max_ else "min", target, n >= _WIDE, None, max_)
     needed = _run(plan, temp_storage, a_in.host, stream, n, a_in.obj, (a_v.obj, a_i.obj), ())
@@ -518,3 +493,15 @@ class DeviceReduce:
         op_name(transform_op, "transform_op")  # refuses lambdas with a clear message
         return _reduce(temp_storage, d_in, d_out, num_items, reduce_op, init, transform_op,
                        stream, "init", key)
+
+    @staticmethod
+    def reduce_by_key(temp_storage, d_keys_in, d_unique_out, d_values_in, d_aggregates_out,
+                      d_num_runs_out, op, num_items, stream=None) -> int:
+        """For each run of consecutive equal keys (==: every NaN key is a run of
+        its own) in d_keys_in[:num_items]: its first key to d_unique_out, the
+        fold of its values with `op` (in order, never assumed commutative) to
+        d_aggregates_out, and the number of runs to d_num_runs_out[0], as CUB's
+        DeviceReduce::ReduceByKey (reduce_by_key.py)."""
+        from .reduce_by_key import reduce_by_key
+        return reduce_by_key(temp_storage, d_keys_in, d_unique_out, d_values_in,
+                             d_aggregates_out, d_num_runs_out, op, num_items, stream)

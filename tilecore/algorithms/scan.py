@@ -20,16 +20,16 @@ from typing import Any, Optional
 import tilecore as ct
 
 from ..dispatch import overrides
-from ..dispatch.buffers import device_buffer, host_buffer
 from ..dispatch.scan_policy import (MODE_FENWICK, MODE_GROUPS, MODE_LOOKBACK,
                                     MODE_REDUCE_THEN_SCAN, ScanPolicy, select_scan_policy)
-from ..dispatch.target import Target, device_target, interpreter_target
+from ..dispatch.target import Target
 from ..dispatch.temp_storage import Layout
 from ..language import dtypes as D
 from ..language.dtypes import DType
 from ..tunings import lookup as tuning_lookup
 from . import scan_kernels as K
-from .arrays import Arg, check_1d, check_num_items, describe, same_side
+from .shared import check_dtype, kernel_for, target_of, temp_buffer
+from .arrays import Arg, check_1d, check_num_items, describe
 from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, scalar_dtype,
                         sum_accumulator)
 
@@ -74,7 +74,7 @@ class _Plan:
         if k is None:
             fn = {MODE_FENWICK: K.scan_fenwick, MODE_LOOKBACK: K.scan_lookback,
                   MODE_GROUPS: K.scan_groups}[self.mode]
-            k = self.single[threads] = _kernel(fn, threads)
+            k = self.single[threads] = kernel_for(fn, threads)
         return k
 
     def layout(self, n: int) -> tuple[Layout, dict]:
@@ -110,15 +110,6 @@ class _Plan:
         return layout, facts
 
 
-_kernels: dict[tuple, Any] = {}
-
-
-def _kernel(fn, threads: int):
-    key = (fn.pyfunc, threads)
-    k = _kernels.get(key)
-    if k is None:
-        k = _kernels[key] = ct.kernel(fn.pyfunc, num_threads=threads)
-    return k
 
 
 _plans: dict[tuple, _Plan] = {}
@@ -140,32 +131,17 @@ def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool
         threads = policy.block_threads
         plan = _plans[cache_key] = _Plan(
             acc, kind, op, identity(kind, acc) if kind != "user" else 0, eq, policy, target,
-            acc.itemsize <= 4, mode, inv, _kernel(K.scan_init, INIT_THREADS), {},
-            _kernel(K.scan_partials, threads), _kernel(K.scan_downsweep, threads))
+            acc.itemsize <= 4, mode, inv, kernel_for(K.scan_init, INIT_THREADS), {},
+            kernel_for(K.scan_partials, threads), kernel_for(K.scan_downsweep, threads))
         if mode != MODE_REDUCE_THEN_SCAN:
             plan.kernel(threads)
     return plan
 
 
-def _target(args: list[tuple[str, Arg]]) -> Target:
-    if same_side(args):
-        return interpreter_target()
-    return device_target(next(a.device_id for _, a in args if a.device_id >= 0))
 
 
-def _buffer(temp_storage: Any, host: bool):
-    t = describe(temp_storage, "temp_storage")
-    if t.host != host:
-        raise TypeError('Invalid argument "temp_storage": it is a '
-                        + ("host NumPy array but the data are GPU arrays" if t.host else
-                           "GPU array but the data are host NumPy arrays (the interpreter)"))
-    return host_buffer(t.obj) if host else device_buffer(t.fields)
 
 
-def _check_dtype(a: Arg, name: str, allowed=NUMERIC) -> None:
-    if a.dtype not in allowed:
-        raise TypeError(f'Invalid argument "{name}": dtype {a.dtype.name} is not supported '
-                        f"(expected one of {[d.name for d in allowed]})")
 
 
 def _span(a: Arg, n: int) -> tuple[int, int, int]:
@@ -237,15 +213,15 @@ def _scan(temp_storage, d_keys, d_in, d_out, op, init, num_items, stream, *, rul
     arrays = [(in_name, a_in), (out_name, a_out)]
     check_1d(a_in, in_name)
     check_1d(a_out, out_name)
-    _check_dtype(a_in, in_name)
-    _check_dtype(a_out, out_name)
+    check_dtype(a_in, in_name)
+    check_dtype(a_out, out_name)
     a_keys = None
     if by_key:
         a_keys = describe(d_keys, "d_keys_in")
         check_1d(a_keys, "d_keys_in")
-        _check_dtype(a_keys, "d_keys_in", KEY_DTYPES)
+        check_dtype(a_keys, "d_keys_in", KEY_DTYPES)
         arrays.insert(0, ("d_keys_in", a_keys))
-    target = _target(arrays)
+    target = target_of(arrays)
     n = check_num_items(num_items, a_in, array=in_name)
     check_num_items(num_items, a_out, array=out_name)
     if by_key:
@@ -273,7 +249,7 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any
     needed = layout.size()
     if temp_storage is None:
         return needed
-    buf = _buffer(temp_storage, host)
+    buf = temp_buffer(temp_storage, host)
     layout.map_to_buffer(buf.nbytes)
     if n == 0:
         return needed
@@ -388,3 +364,17 @@ class DeviceScan:
         """exclusive_scan within each run (the first item of a run gets init)."""
         return _scan(temp_storage, d_keys_in, d_values_in, d_values_out, op, init, num_items,
                      stream, rule="init", exclusive=True, has_init=True, eq=equality_op)
+
+
+def inclusive_temp_bytes(target: Target, in_dtype: DType, op: Any, num_items: int,
+                         by_key: bool = False) -> tuple[int, DType]:
+    """(bytes, accumulator) that DeviceScan.inclusive_scan (by_key: the
+    inclusive_scan_by_key with the default equality) asks for on `target` for
+    `num_items` items of `in_dtype` with `op` ("add" is also inclusive_sum's):
+    what its temp_storage=None query returns, without arrays (for algorithms
+    built on DeviceScan, such as DeviceReduce.reduce_by_key)."""
+    name = op_name(op)
+    acc = _accumulator("op", name, Arg(None, True, in_dtype, 0, 1, -1, ()), None, None)
+    plan = _plan(in_dtype, acc, name if name is not None else "user",
+                 None if name is not None else op, None, by_key, num_items >= _WIDE, False, target)
+    return plan.layout(num_items)[0].size(), acc

@@ -24,16 +24,16 @@ import numpy as np
 import tilecore as ct
 
 from ..dispatch import overrides
-from ..dispatch.buffers import device_buffer, host_buffer
 from ..dispatch.segmented_policy import SegmentedPolicy, Shape, choose_shape, \
     select_segmented_policy
-from ..dispatch.target import Target, device_target, interpreter_target
+from ..dispatch.target import Target
 from ..dispatch.temp_storage import Layout
 from ..language import dtypes as D
 from ..language.dtypes import DType
 from ..tunings import lookup as tuning_lookup
 from . import segmented_kernels as K
-from .arrays import Arg, check_1d, describe, same_side
+from .shared import check_dtype, kernel_for, target_of, temp_buffer
+from .arrays import Arg, check_1d, describe
 from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, scalar_dtype,
                         sum_accumulator)
 
@@ -61,15 +61,6 @@ class _Plan:
                             self.kind == "known")
 
 
-_kernels: dict[tuple, Any] = {}
-
-
-def _kernel(fn, threads: int):
-    key = (fn.pyfunc, threads)
-    k = _kernels.get(key)
-    if k is None:
-        k = _kernels[key] = ct.kernel(fn.pyfunc, num_threads=threads)
-    return k
 
 
 _plans: dict[tuple, _Plan] = {}
@@ -88,25 +79,11 @@ def _plan(kind: str, in_dtype: DType, acc: DType, op: Any, target: Target,
         t = policy.block_threads
         rows = {"known": K.rows_known, "user": K.rows_user, "arg": K.rows_arg}[kind]
         ident = identity(op, acc) if kind != "user" else None
-        plan = _plans[cache_key] = _Plan(kind, acc, op, policy, target, ident, _kernel(rows, t),
-                                         _kernel(K.long_known, policy.long_block_threads),
-                                         _kernel(K.split_final, t))
+        plan = _plans[cache_key] = _Plan(kind, acc, op, policy, target, ident, kernel_for(rows, t),
+                                         kernel_for(K.long_known, policy.long_block_threads),
+                                         kernel_for(K.split_final, t))
     return plan
 
-
-def _buffer(temp_storage: Any, host: bool):
-    t = describe(temp_storage, "temp_storage")
-    if t.host != host:
-        raise TypeError('Invalid argument "temp_storage": it is a '
-                        + ("host NumPy array but the data are GPU arrays" if t.host else
-                           "GPU array but the data are host NumPy arrays (the interpreter)"))
-    return host_buffer(t.obj) if host else device_buffer(t.fields)
-
-
-def _check_dtype(a: Arg, name: str) -> None:
-    if a.dtype not in NUMERIC:
-        raise TypeError(f'Invalid argument "{name}": dtype {a.dtype.name} is not supported '
-                        f"(expected one of {[d.name for d in NUMERIC]})")
 
 
 def _check_count(num_segments: Any) -> int:
@@ -139,7 +116,7 @@ def _ingest(d_in, outs: list[tuple[str, Any]], num_segments, d_begin_offsets, d_
     a_e = describe(d_end_offsets, "d_end_offsets")
     n = _check_count(num_segments)
     check_1d(a_in, "d_in")
-    _check_dtype(a_in, "d_in")
+    check_dtype(a_in, "d_in")
     for name, a in (("d_begin_offsets", a_b), ("d_end_offsets", a_e)):
         if a.dtype not in OFFSET_DTYPES:
             raise TypeError(f'Invalid argument "{name}": expected int32 or int64 offsets, got '
@@ -148,10 +125,7 @@ def _ingest(d_in, outs: list[tuple[str, Any]], num_segments, d_begin_offsets, d_
     for name, a in a_outs:
         _check_len(a, name, n, "one per segment")
     arrays = [("d_in", a_in), *a_outs, ("d_begin_offsets", a_b), ("d_end_offsets", a_e)]
-    if same_side(arrays):
-        target = interpreter_target()
-    else:
-        target = device_target(next(a.device_id for _, a in arrays if a.device_id >= 0))
+    target = target_of(arrays)
     wide = 8 if D.int64 in (a_b.dtype, a_e.dtype) else 4
     return a_in, [a for _, a in a_outs], n, a_b, a_e, target, wide
 
@@ -166,7 +140,7 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, a_in: 
     needed = layout.size()
     if temp_storage is None:
         return needed
-    buf = _buffer(temp_storage, host)
+    buf = temp_buffer(temp_storage, host)
     layout.map_to_buffer(buf.nbytes)
     if n == 0:
         return needed
@@ -210,7 +184,7 @@ def _reduce(temp_storage, d_in, d_out, num_segments, d_begin_offsets, d_end_offs
             init: Any, stream, acc_rule: str) -> int:
     a_in, (a_out,), n, a_b, a_e, target, wide = _ingest(
         d_in, [("d_out", d_out)], num_segments, d_begin_offsets, d_end_offsets)
-    _check_dtype(a_out, "d_out")
+    check_dtype(a_out, "d_out")
     name = op_name(op)
     if acc_rule == "sum":
         acc = sum_accumulator(a_in.dtype, a_out.dtype)
@@ -235,7 +209,7 @@ def _arg(temp_storage, d_in, d_out_value, d_out_index, num_segments, d_begin_off
     a_in, (a_v, a_i), n, a_b, a_e, target, wide = _ingest(
         d_in, [("d_out_value", d_out_value), ("d_out_index", d_out_index)], num_segments,
         d_begin_offsets, d_end_offsets)
-    _check_dtype(a_v, "d_out_value")
+    check_dtype(a_v, "d_out_value")
     if not a_i.dtype.is_integer:
         raise TypeError(f'Invalid argument "d_out_index": expected an integer dtype (int64, as '
                         f"CUB writes), got {a_i.dtype.name}")

@@ -30,6 +30,7 @@ from ..runtime.launch import LoadedKernel
 from ..runtime.params import scalar_bits
 from ..runtime.streams import stream_handle
 from .classify import scalar_kind
+from . import spec_cache
 from .compile import build
 from .fastpath import make_fast_launch
 
@@ -114,15 +115,31 @@ def _check_access(fields, written: frozenset[str]) -> None:
     check_no_overlap(arrays, written)
 
 
+def compiled_for(kernel: Kernel, kinds: list, specs: dict, arch: str
+                 ) -> tuple[Any, frozenset[int]]:
+    """(CompiledKernel, positions of the arrays it writes) of one specialization.
+    tilecore's own kernels (the algorithms) come from a warm disk cache by a key
+    computed without lowering them (spec_cache.py); anything else, or a miss,
+    lowers and builds as before (build's own key and cache)."""
+    hit = spec_cache.lookup(kernel, kinds, specs, arch)
+    if hit is not None:
+        return hit
+    written_at = written_params(kernel.ir_for(kinds))
+    compiled = build(kernel, kinds, specs, arch)
+    spec_cache.remember(kernel, kinds, specs, arch, compiled, written_at)
+    return compiled, written_at
+
+
 def _make_plan(kernel: Kernel, key: tuple, args: Sequence[Any], ordinal: int) -> _Plan:
     kinds, specs = _kinds(kernel, key, args)
-    written_at = written_params(kernel.ir_for(kinds))
-    written = frozenset(kernel.param_names[i] for i in written_at)
     if config.interpret():
+        written_at = written_params(kernel.ir_for(kinds))
+        written = frozenset(kernel.param_names[i] for i in written_at)
         return _Plan(None, (), written, written_at)
     device = get_device(ordinal)
     arch = config.arch() or device.arch
-    compiled = build(kernel, kinds, specs, arch)
+    compiled, written_at = compiled_for(kernel, kinds, specs, arch)
+    written = frozenset(kernel.param_names[i] for i in written_at)
     loaded = LoadedKernel(compiled.cubin, compiled.entry, compiled.block_threads,
                           compiled.smem_bytes, compiled.param_format, compiled.cluster_size,
                           kernel.__name__, device, small_l1=compiled.small_l1,

@@ -16,37 +16,15 @@ A table, `tuning_db/<algorithm>/sm_XY.yaml`:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from .tables import Row, Table
 from .schema import PROVENANCE_FIELDS, SCHEMA_VERSION, TuningError, schema_for, validate_params
 
 __all__ = ["Row", "Table", "load_table", "parse_table"]
-
-
-@dataclass(frozen=True)
-class Row:
-    match: dict
-    params: dict
-    provenance: dict
-    line: int
-
-    @property
-    def specificity(self) -> int:
-        return len(self.match)
-
-
-@dataclass(frozen=True)
-class Table:
-    algorithm: str
-    cc: int
-    path: str
-    provenance: dict
-    default: dict = field(default_factory=dict)
-    rows: tuple[Row, ...] = ()
 
 
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):

@@ -85,8 +85,10 @@ def find_table(algorithm: str, cc: int) -> Optional[Table]:
         if key not in _tables:
             path = d / algorithm / f"sm_{cc}.yaml"
             if path.is_file():
-                from .loader import load_table  # PyYAML is imported with the first table
-                _tables[key] = load_table(path, algorithm, cc)
+                # a validated copy cached as JSON (table_cache.py), else the YAML: PyYAML is
+                # imported with the first table parsed
+                from .table_cache import load
+                _tables[key] = load(path, algorithm, cc)
             else:
                 _tables[key] = None
         if _tables[key] is not None:

@@ -1,0 +1,52 @@
+"""What every device-scope algorithm's host side does the same way: one kernel
+object per (tile function, block size), where its arrays live, the temporary
+storage buffer, and the dtype check of an array argument."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import tilecore as ct
+
+from ..dispatch.buffers import device_buffer, host_buffer
+from ..dispatch.target import Target, device_target, interpreter_target
+from ..language.dtypes import DType
+from .arrays import Arg, describe, same_side
+from .operators import NUMERIC
+
+__all__ = ["kernel_for", "target_of", "temp_buffer", "check_dtype"]
+
+_kernels: dict[tuple, Any] = {}
+
+
+def kernel_for(fn: Any, threads: int) -> Any:
+    """The kernel object of tile kernel `fn` launched with `threads` threads per
+    block (made once: its compiled specializations and fast launchers live on it)."""
+    key = (fn.pyfunc, threads)
+    k = _kernels.get(key)
+    if k is None:
+        k = _kernels[key] = ct.kernel(fn.pyfunc, num_threads=threads)
+    return k
+
+
+def target_of(args: Sequence[tuple[str, Arg]]) -> Target:
+    """The interpreter when the named arrays are host arrays, else their GPU."""
+    if same_side(args):
+        return interpreter_target()
+    return device_target(next(a.device_id for _, a in args if a.device_id >= 0))
+
+
+def temp_buffer(temp_storage: Any, host: bool):
+    """The bytes of `temp_storage`, which must live where the data do."""
+    t = describe(temp_storage, "temp_storage")
+    if t.host != host:
+        raise TypeError('Invalid argument "temp_storage": it is a '
+                        + ("host NumPy array but the data are GPU arrays" if t.host else
+                           "GPU array but the data are host NumPy arrays (the interpreter)"))
+    return host_buffer(t.obj) if host else device_buffer(t.fields)
+
+
+def check_dtype(a: Arg, name: str, allowed: Sequence[DType] = NUMERIC) -> None:
+    """TypeError naming argument `name` unless its dtype is one of `allowed`."""
+    if a.dtype not in allowed:
+        raise TypeError(f'Invalid argument "{name}": dtype {a.dtype.name} is not supported '
+                        f"(expected one of {[d.name for d in allowed]})")
