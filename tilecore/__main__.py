@@ -55,21 +55,17 @@ def _algorithms(dev, host, stream, rng) -> bool:
     ok &= _check("tilecore.algorithms.sum / argmax", [float(s), int(i)],
                  [h.astype(np.float64).sum(), h.argmax()], 1e-5 * np.abs(h).sum(),
                  time.perf_counter() - t)
-    # TODO(lead): DeviceScan and DeviceSegmentedReduce join the tour here once their
-    # modules land; each is run only where this tilecore has it.
-    if hasattr(A, "cumsum"):
-        small = h[:10_000]
-        t = time.perf_counter()
-        c = A.cumsum(dev(small))
-        ok &= _check("tilecore.algorithms.cumsum, n=10000", host(c),
-                     np.cumsum(small.astype(np.float64)), 1e-3, time.perf_counter() - t)
-    if hasattr(A, "segmented_sum"):
-        offsets = np.array([0, 3, 3, 1000, 4096, 10_000], np.int64)
-        t = time.perf_counter()
-        seg = A.segmented_sum(dev(h[:10_000]), dev(offsets))
-        ref = [h[a:b].astype(np.float64).sum() for a, b in zip(offsets[:-1], offsets[1:])]
-        ok &= _check("tilecore.algorithms.segmented_sum, 5 segs", host(seg), ref, 1e-3,
-                     time.perf_counter() - t)
+    small = h[:10_000]
+    t = time.perf_counter()
+    c = A.cumsum(dev(small))
+    ok &= _check("tilecore.algorithms.cumsum, n=10000", host(c),
+                 np.cumsum(small.astype(np.float64)), 1e-3, time.perf_counter() - t)
+    offsets = np.array([0, 3, 3, 1000, 4096, 10_000], np.int64)
+    t = time.perf_counter()
+    seg = A.segmented_sum(dev(small), dev(offsets))
+    ref = [small[a:b].astype(np.float64).sum() for a, b in zip(offsets[:-1], offsets[1:])]
+    ok &= _check("tilecore.algorithms.segmented_sum, 5 segs", host(seg), ref, 1e-3,
+                 time.perf_counter() - t)
     return ok
 
 
