@@ -367,6 +367,27 @@ def signature_plan(method: str, d_in, *outs) -> Optional[_Plan]:
     return sig.plan if sig is not None else None
 
 
+def _cached(tag: int, temp_storage, d_in, outs: tuple, num_items, stream, extra: tuple = (),
+            init: Any = None):
+    """(bytes, key): the cached signature's result for this call (bytes > 0), or
+    0 and the key under which the general path will cache it (None when the
+    arguments cannot key a signature: not arrays, an unhashable operator)."""
+    try:
+        key = (tag, type(d_in), d_in.dtype)
+        for o in outs:
+            key += (type(o), o.dtype)
+        key += extra
+        sig = _sigs.get(key)
+    except (AttributeError, TypeError):  # the general path says what is wrong
+        return 0, None
+    if sig is None:
+        return 0, key
+    init_args = () if not extra else _init_args(sig, init)
+    if init_args is None:
+        return 0, key
+    return sig.call(temp_storage, d_in, outs, num_items, stream, init_args), key
+
+
 class DeviceReduce:
     """Device-wide reductions with CUB's signatures (see docs/algorithms.md)."""
 
@@ -375,30 +396,18 @@ class DeviceReduce:
         """d_out[0] = sum of d_in[:num_items] (0 for no items). The accumulator is
         CUB's: the C++ type of out + in (integers narrower than int accumulate in
         int32; float16/bfloat16 in float32), converted to d_out's dtype."""
-        try:
-            key = (_SUM, type(d_in), d_in.dtype, type(d_out), d_out.dtype)
-            sig = _sigs.get(key)
-        except AttributeError:  # not an array: the general path says so
-            key = sig = None
-        if sig is not None:
-            got = sig.call(temp_storage, d_in, (d_out,), num_items, stream, ())
-            if got:
-                return got
+        got, key = _cached(_SUM, temp_storage, d_in, (d_out,), num_items, stream)
+        if got:
+            return got
         return _reduce(temp_storage, d_in, d_out, num_items, "add", 0, None, stream, "sum", key)
 
     @staticmethod
     def min(temp_storage, d_in, d_out, num_items, stream=None) -> int:
         """d_out[0] = min(the largest finite value of d_in's dtype, *d_in[:num_items]);
         NaNs are ignored (fmin, as CUB's cuda::minimum)."""
-        try:
-            key = (_MIN, type(d_in), d_in.dtype, type(d_out), d_out.dtype)
-            sig = _sigs.get(key)
-        except AttributeError:  # not an array: the general path says so
-            key = sig = None
-        if sig is not None:
-            got = sig.call(temp_storage, d_in, (d_out,), num_items, stream, ())
-            if got:
-                return got
+        got, key = _cached(_MIN, temp_storage, d_in, (d_out,), num_items, stream)
+        if got:
+            return got
         return _reduce(temp_storage, d_in, d_out, num_items, "min", None, None, stream,
                        "extremum", key)
 
@@ -406,15 +415,9 @@ class DeviceReduce:
     def max(temp_storage, d_in, d_out, num_items, stream=None) -> int:
         """d_out[0] = max(the lowest finite value of d_in's dtype, *d_in[:num_items]);
         NaNs are ignored (fmax, as CUB's cuda::maximum)."""
-        try:
-            key = (_MAX, type(d_in), d_in.dtype, type(d_out), d_out.dtype)
-            sig = _sigs.get(key)
-        except AttributeError:  # not an array: the general path says so
-            key = sig = None
-        if sig is not None:
-            got = sig.call(temp_storage, d_in, (d_out,), num_items, stream, ())
-            if got:
-                return got
+        got, key = _cached(_MAX, temp_storage, d_in, (d_out,), num_items, stream)
+        if got:
+            return got
         return _reduce(temp_storage, d_in, d_out, num_items, "max", None, None, stream,
                        "extremum", key)
 
@@ -423,32 +426,20 @@ class DeviceReduce:
         """The first minimum of d_in[:num_items] and its index (ties: the smallest
         index; NaN counts as larger than every number). No items: the largest
         finite value and index 1, as CUB."""
-        try:
-            key = (_ARGMIN, type(d_in), d_in.dtype, type(d_out_value), d_out_value.dtype,
-                   type(d_out_index), d_out_index.dtype)
-            sig = _sigs.get(key)
-        except AttributeError:
-            key = sig = None
-        if sig is not None:
-            got = sig.call(temp_storage, d_in, (d_out_value, d_out_index), num_items, stream, ())
-            if got:
-                return got
+        got, key = _cached(_ARGMIN, temp_storage, d_in, (d_out_value, d_out_index), num_items,
+                           stream)
+        if got:
+            return got
         return _arg(temp_storage, d_in, d_out_value, d_out_index, num_items, stream, False, key)
 
     @staticmethod
     def arg_max(temp_storage, d_in, d_out_value, d_out_index, num_items, stream=None) -> int:
         """The first maximum and its index (NaN counts as smaller than every
         number). No items: the lowest finite value and index 1, as CUB."""
-        try:
-            key = (_ARGMAX, type(d_in), d_in.dtype, type(d_out_value), d_out_value.dtype,
-                   type(d_out_index), d_out_index.dtype)
-            sig = _sigs.get(key)
-        except AttributeError:
-            key = sig = None
-        if sig is not None:
-            got = sig.call(temp_storage, d_in, (d_out_value, d_out_index), num_items, stream, ())
-            if got:
-                return got
+        got, key = _cached(_ARGMAX, temp_storage, d_in, (d_out_value, d_out_index), num_items,
+                           stream)
+        if got:
+            return got
         return _arg(temp_storage, d_in, d_out_value, d_out_index, num_items, stream, True, key)
 
     @staticmethod
@@ -457,36 +448,21 @@ class DeviceReduce:
         `op`: "add", "mul", "min", "max", "and", "or", "xor", the matching Python
         functions, or a function of two tiles (associative and commutative). The
         accumulator has init's dtype (a NumPy scalar), or d_out's for a Python number."""
-        try:
-            key = (_REDUCE, type(d_in), d_in.dtype, type(d_out), d_out.dtype, op, type(init),
-                   getattr(init, "dtype", None))
-            sig = _sigs.get(key)
-        except (AttributeError, TypeError):  # not an array, or an unhashable operator
-            key = sig = None
-        if sig is not None:
-            init_args = _init_args(sig, init)
-            if init_args is not None:
-                got = sig.call(temp_storage, d_in, (d_out,), num_items, stream, init_args)
-                if got:
-                    return got
+        got, key = _cached(_REDUCE, temp_storage, d_in, (d_out,), num_items, stream,
+                           (op, type(init), getattr(init, "dtype", None)), init)
+        if got:
+            return got
         return _reduce(temp_storage, d_in, d_out, num_items, op, init, None, stream, "init", key)
 
     @staticmethod
     def transform_reduce(temp_storage, d_in, d_out, num_items, reduce_op, transform_op, init,
                          stream=None) -> int:
         """reduce() of transform_op(d_in[i]); transform_op is a function of one tile."""
-        try:
-            key = (_TRANSFORM, type(d_in), d_in.dtype, type(d_out), d_out.dtype, reduce_op,
-                   transform_op, type(init), getattr(init, "dtype", None))
-            sig = _sigs.get(key)
-        except (AttributeError, TypeError):
-            key = sig = None
-        if sig is not None:
-            init_args = _init_args(sig, init)
-            if init_args is not None:
-                got = sig.call(temp_storage, d_in, (d_out,), num_items, stream, init_args)
-                if got:
-                    return got
+        got, key = _cached(_TRANSFORM, temp_storage, d_in, (d_out,), num_items, stream,
+                           (reduce_op, transform_op, type(init), getattr(init, "dtype", None)),
+                           init)
+        if got:
+            return got
         if not callable(transform_op) or isinstance(transform_op, str):
             raise TypeError('Invalid argument "transform_op": expected a function of one tile, '
                             f"got {type(transform_op).__name__}")
