@@ -230,7 +230,8 @@ def test_tile_scan_on_the_cpu(tmp_path):
     build = subprocess.run(["g++", "-std=c++20", "-O1", "-pthread", "-w", f"-I{INCLUDE}",
                             "-o", str(exe), str(src)], capture_output=True, text=True)
     if build.returncode and "barrier" in build.stderr:
-        pytest.skip("the host compiler has no <barrier>")
+        # the emulation needs a C++20 host compiler; the GPU tests check the real thing
+        pytest.skip("the host compiler has no <barrier> (C++20)")
     assert build.returncode == 0, build.stderr[-3000:]
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and run.stdout.strip() == "0 failures", run.stdout[-3000:]

@@ -231,7 +231,7 @@ def test_entry_that_is_not_a_regular_file_is_not_read(tmp_path, special):
     path.parent.mkdir()
     if special == "fifo":
         if not hasattr(os, "mkfifo"):
-            pytest.skip("no FIFOs here")
+            pytest.skip("os.mkfifo does not exist on this platform (Windows)")
         os.mkfifo(path)
     else:
         path.symlink_to("/dev/zero")

@@ -22,6 +22,7 @@ TILECORE_TUNING_DIR, TILECORE_ARCH); a signature remembers the epoch it was made
 from __future__ import annotations
 
 import os
+from abc import ABC, abstractmethod
 from typing import Any, Optional
 
 import numpy as np
@@ -32,7 +33,7 @@ from ..runtime import DeviceArray
 __all__ = ["Lib", "lib_of", "epoch", "one_device", "library_stream"]
 
 
-class Lib:
+class Lib(ABC):
     """Accessors for one array type. `vec(a)`: the size of a 1-d array usable
     on this library's side (a PyTorch tensor: on the GPU), else -1.
     `temp(a)`: the bytes of a contiguous writable buffer, else -1. `ptr(a)`:
@@ -40,17 +41,17 @@ class Lib:
     host = False
     name = ""
 
-    def vec(self, a) -> int:
-        raise NotImplementedError
+    @abstractmethod
+    def vec(self, a) -> int: ...
 
-    def temp(self, a) -> int:
-        raise NotImplementedError
+    @abstractmethod
+    def temp(self, a) -> int: ...
 
-    def ptr(self, a) -> int:
-        raise NotImplementedError
+    @abstractmethod
+    def ptr(self, a) -> int: ...
 
-    def device(self, a) -> int:
-        raise NotImplementedError
+    @abstractmethod
+    def device(self, a) -> int: ...
 
 
 class _Numpy(Lib):
@@ -63,6 +64,9 @@ class _Numpy(Lib):
     def temp(self, a) -> int:
         f = a.flags
         return a.nbytes if f.c_contiguous and f.writeable else -1
+
+    def ptr(self, a) -> int:
+        return a.ctypes.data   # the host address: the interpreter path never passes it on
 
     def device(self, a) -> int:
         return -1

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import tilecore as ct
 
-from .scan_kernels import heads_at, tile_index
+from .scan_kernels import heads_at, store_items, tile_index
 
 __all__ = ["rbk_heads", "rbk_scatter", "rbk_zero"]
 
@@ -33,10 +33,7 @@ def rbk_heads(keys, flags, n, TILE: ct.Constant[int], WIDE: ct.Constant[bool]):
     t = ct.bid(0)
     base, g = tile_index(t, n, TILE, WIDE)
     out = ct.astype(heads_at(keys, g, n, None, False), flags.dtype)
-    if base + TILE <= n:
-        ct.store(flags, (t,), out)
-    else:
-        ct.scatter(flags, g, out, mask=g < n)
+    store_items(flags, t, out, n, base, g, TILE)
 
 
 @ct.kernel

@@ -253,6 +253,13 @@ def tile_finish(y, n, t, u, hu, h, p_ok, p_head, p_val, init, TILE, KIND, OP, AC
         else:
             z = ct.scan(u, 0, lambda a, b: op2(a, b, KIND, OP, ACC), 0)
     out = ct.astype(z, y.dtype)
+    store_items(y, t, out, n, base, g, TILE)
+
+
+@ct.function
+def store_items(y, t, out, n, base, g, TILE):
+    """Store tile t (items base + g, global indices g) of y, writing nothing at or
+    past item n (y may be longer than the items scanned)."""
     if base + TILE <= n:
         ct.store(y, (t,), out)
     else:
@@ -423,10 +430,7 @@ def finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, HAS_INIT
         else:
             out = out ^ u
     out = ct.astype(out, y.dtype)
-    if base + TILE <= n:
-        ct.store(y, (t,), out)
-    else:
-        y.get_raw_memory().store_offset(g, out, mask=g < n)
+    store_items(y, t, out, n, base, g, TILE)
 
 
 @ct.function
