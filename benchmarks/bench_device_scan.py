@@ -46,7 +46,7 @@ SWEEP = [dict(_ALL),                                                  # the ship
          dict(_ALL, block_threads=1024, items_per_thread=16),
          dict(_ALL, lookback_window=8), dict(_ALL, lookback_window=32),  # mode 2 (int32)
          dict(_ALL, group_tiles=16), dict(_ALL, group_tiles=64),          # mode 3 (float32)
-         dict(_ALL, group_tiles=128),
+         dict(_ALL, group_tiles=128), dict(_ALL, group_tiles=256),
          dict(_ALL, mode=0, exact_mode=0),                               # Fenwick, both
          dict(_ALL, exact_mode=3),                                       # groups for int32
          dict(_ALL, block_threads=512, exclusive_inverse=1),             # int32 exclusive

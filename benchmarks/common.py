@@ -13,12 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import statistics
 import time
 from pathlib import Path
 from typing import Callable, Sequence
 
 from tilecore import config
+from tilecore.tune.measure import GpuTimer, measure
 
 try:
     import torch
@@ -46,73 +46,22 @@ def steady_ms(fns: Sequence[Callable[[], object]], min_calls: int = 20, groups: 
     of at least `min_calls` calls between two CUDA events. This is the steady
     state of a stream of such kernels: each call pays for its own reads and
     writes, including writing back the dirty lines its predecessor left in L2.
-    Each group is queued behind a sleeping kernel that outlasts the queueing,
+    Each group is queued behind a spinning kernel that outlasts the queueing,
     so the host's launch time never starves the GPU (Triton's launch takes
-    longer than a 2^20 add runs)."""
+    longer than a 2^20 add runs). The timing is tilecore.tune.measure's (the
+    tuner's), with `groups` samples of that many calls each."""
     per_group = len(fns) * max(1, -(-min_calls // len(fns)))
-    clock = time.perf_counter
-
-    def queue_group() -> float:
-        t0 = clock()
-        for i in range(per_group):
-            fns[i % len(fns)]()
-        return clock() - t0
-
-    queue_group()  # warm-up (and compilation)
-    torch.cuda.synchronize()
-    sleep_ms = 10e3 * queue_group() + 0.5
-    torch.cuda.synchronize()
-    times: list[float] = []
-    while len(times) < groups:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(int(sleep_ms * _sleep_cycles_per_ms()))
-        start.record()
-        queued_ms = 1e3 * queue_group()
-        end.record()
-        end.synchronize()
-        if queued_ms > 0.8 * sleep_ms:  # the GPU may have waited for the host: time it again
-            sleep_ms *= 2
-            if sleep_ms > 1e4:
-                raise RuntimeError("steady_ms: the host cannot queue a group within 10 s")
-            continue
-        times.append(start.elapsed_time(end) / per_group)
-    return statistics.median(times)
+    return measure(fns, calls_per_sample=per_group, min_samples=groups, max_samples=groups,
+                   timer=GpuTimer(check_throttle=False)).ms
 
 
 def events_ms(fns: Sequence[Callable[[], object]], calls: int = 20, repeats: int = 7) -> float:
     """Median milliseconds per call of `calls` back-to-back calls cycling
     through `fns`, between two CUDA events recorded after a synchronization:
     for calls that wait for the GPU themselves (steady_ms cannot queue them
-    ahead of a sleeping kernel), so host time counts as users see it."""
-    for f in fns:
-        f()  # warm-up (and compilation)
-    times: list[float] = []
-    for _ in range(repeats):
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for i in range(calls):
-            fns[i % len(fns)]()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / calls)
-    return statistics.median(times)
-
-
-_CYCLES_PER_MS: list = []
-
-
-def _sleep_cycles_per_ms() -> float:
-    """GPU clock cycles per millisecond, as torch.cuda._sleep counts them."""
-    if not _CYCLES_PER_MS:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(1_000_000)
-        start.record()
-        torch.cuda._sleep(10_000_000)
-        end.record()
-        end.synchronize()
-        _CYCLES_PER_MS.append(10_000_000 / start.elapsed_time(end))
-    return _CYCLES_PER_MS[0]
+    ahead of a spinning kernel), so host time counts as users see it."""
+    return measure(fns, calls_per_sample=calls, min_samples=repeats, max_samples=repeats,
+                   timer=GpuTimer(cover_launch=False, check_throttle=False)).ms
 
 
 def copy_bandwidth_gbs(nbytes: int = 1 << 30) -> float:

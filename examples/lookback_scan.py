@@ -10,6 +10,11 @@ time (the first look is issued before the tile's scan, so that its latency
 overlaps the scan): it adds aggregates until it meets a tile whose inclusive prefix is
 published (status PREFIX), adds that and stops; then it publishes its own
 inclusive prefix, so later tiles rarely look back further than one window.
+A scan is one launch: the ticket word carries a launch number (epoch) beside
+the ticket count, the block taking the last ticket starts the next epoch, and
+status words carry the epoch of the scan that wrote them, so the words of an
+earlier scan read as not yet published and nothing needs clearing between
+scans (the scratch arrays are zeroed once, when allocated).
 A status word holds the flag and the 32-bit value together, so one relaxed
 64-bit store publishes both and one relaxed load reads both: no fence is
 needed, and none is paid for (values wider than 32 bits need a separate value
@@ -30,21 +35,17 @@ from _device import backend
 
 MO, MS = ct.MemoryOrder, ct.MemoryScope
 INVALID, AGGREGATE, PREFIX = 0, 1, 2
-
-
-@ct.kernel
-def init_status(counter, status, TILE: ct.Constant[int]):
-    """Clear the ticket counter and every tile's status word before a scan."""
-    ct.store(status, (ct.bid(0),), ct.zeros((TILE,), ct.int64))
-    if ct.bid(0) == 0:
-        ct.store(counter, (0,), ct.zeros((1,), ct.int32))
+EPOCH_MASK = (1 << 29) - 1    # status words and the ticket carry a 29-bit launch number
 
 
 @ct.function
-def status_word(flag, value):
-    """A tile's status word: the flag in the high 32 bits, the value's bits in the
-    low 32, so that one 64-bit access publishes or reads both together."""
-    return (ct.full((1,), flag, ct.int64) << 32) | ct.bitcast(value, ct.uint32).astype(ct.int64)
+def status_word(epoch, flag, value):
+    """A tile's status word: the launch's epoch in bits 34-62, the flag in bits 32-33,
+    the value's bits in the low 32, so that one 64-bit access publishes or reads all
+    three together. A word of another epoch (an earlier scan's) reads as INVALID, so
+    the status array needs no clearing between scans."""
+    return ((ct.full((1,), epoch, ct.int64) << 34) | (ct.full((1,), flag, ct.int64) << 32)
+            | ct.bitcast(value, ct.uint32).astype(ct.int64))
 
 
 @ct.function
@@ -57,12 +58,19 @@ def combine(ready_a, found_a, value_a, ready_b, found_b, value_b):
 
 
 @ct.kernel
-def lookback_scan(x, y, counter, status, TILE: ct.Constant[int], WINDOW: ct.Constant[int]):
-    t = ct.atomic_add(counter, 0, 1, memory_order=MO.RELAXED)
+def lookback_scan(x, y, ticket, status, TILE: ct.Constant[int], WINDOW: ct.Constant[int]):
+    # The ticket word: this launch's epoch in the high 32 bits, tickets taken in the low 32.
+    taken = ct.atomic_add(ticket, 0, 1, memory_order=MO.RELAXED)
+    t = (taken & 0xFFFFFFFF).astype(ct.int32)
+    epoch = taken >> 32
+    if t == ct.num_blocks(0) - 1:
+        # the last ticket: every block has taken its own, so the word can start the next
+        # launch's epoch (stream order makes the store visible to the next launch)
+        ct.atomic_xchg(ticket, 0, ((epoch + 1) & EPOCH_MASK) << 32, memory_order=MO.RELAXED)
     data = ct.load(x, (t,), (TILE,), padding_mode=ct.PaddingMode.ZERO)
     total = ct.sum(data, 0, keepdims=True)   # the tile's aggregate, published at once
     if t > 0:
-        ct.store(status, (t,), status_word(AGGREGATE, total), memory_order=MO.RELAXED,
+        ct.store(status, (t,), status_word(epoch, AGGREGATE, total), memory_order=MO.RELAXED,
                  memory_scope=MS.DEVICE)
     end = t   # tiles [0, end) are still to be accounted for
     w = (end - 1) // WINDOW
@@ -72,7 +80,7 @@ def lookback_scan(x, y, counter, status, TILE: ct.Constant[int], WINDOW: ct.Cons
     exclusive = ct.zeros((1,), y.dtype)
     while end > 0:
         live = w * WINDOW + ct.arange(WINDOW, dtype=ct.int32) < end
-        flags = (words >> 32).astype(ct.int32)
+        flags = ct.where((words >> 34) == epoch, ((words >> 32) & 3).astype(ct.int32), INVALID)
         values = ct.bitcast((words & 0xFFFFFFFF).astype(ct.uint32), y.dtype)
         ready, found, part = ct.reduce(
             (ct.where(live, flags != INVALID, True).astype(ct.int32),
@@ -85,8 +93,8 @@ def lookback_scan(x, y, counter, status, TILE: ct.Constant[int], WINDOW: ct.Cons
             w = (end - 1) // WINDOW
             words = ct.load(status, (w,), (WINDOW,), memory_order=MO.RELAXED,
                             memory_scope=MS.DEVICE)
-    ct.store(status, (t,), status_word(PREFIX, exclusive + total), memory_order=MO.RELAXED,
-             memory_scope=MS.DEVICE)
+    ct.store(status, (t,), status_word(epoch, PREFIX, exclusive + total),
+             memory_order=MO.RELAXED, memory_scope=MS.DEVICE)
     ct.store(y, (t,), scanned + exclusive)
 
 
@@ -102,14 +110,36 @@ def scan_kernel(tile: int):
     return _KERNELS[threads]
 
 
-def inclusive_scan(x, y, stream=None, tile: int = 32768, window: int = 16, alloc=np.zeros):
+class Scanner:
+    """Inclusive scans of up to `max_items` 32-bit numbers with one set of scratch
+    arrays, zeroed once by `alloc`, in tiles of `tile` items (32768, 1024 threads:
+    the fastest at every size from 2^24 to 2^28 on the H100, benchmarks/RESULTS.md): one launch per scan (the epoch in the ticket
+    word retires the previous scan's status words), safe to capture in a CUDA graph
+    and replay (the epoch lives in device memory and advances on every launch)."""
+
+    def __init__(self, max_items: int, tile: int = 32768, window: int = 16,
+                 alloc=np.zeros):
+        self.tile = tile
+        self.window = window
+        tiles = max(1, ct.cdiv(max_items, self.tile))
+        self.ticket = alloc(1, np.int64)
+        self.status = alloc(ct.cdiv(tiles, window) * window, np.int64)
+        self.max_items = max_items
+
+    def __call__(self, x, y, stream=None) -> None:
+        n = x.shape[0]
+        if n > self.max_items:
+            raise ValueError(f'Invalid argument "x": expected at most {self.max_items} items '
+                             f"(the scanner's max_items), got {n}")
+        if n:
+            ct.launch(stream, (ct.cdiv(n, self.tile),), scan_kernel(self.tile),
+                      (x, y, self.ticket, self.status, self.tile, self.window))
+
+
+def inclusive_scan(x, y, stream=None, tile: int = 32768, window: int = 16,
+                   alloc=np.zeros):
     """y = cumsum(x) over a 1-D array of 32-bit numbers, with scratch arrays from `alloc`."""
-    n = x.shape[0]
-    tiles = ct.cdiv(n, tile)
-    padded = ct.cdiv(tiles, window) * window
-    counter, status = alloc(1, np.int32), alloc(padded, np.int64)
-    ct.launch(stream, (padded // window,), init_status, (counter, status, window))
-    ct.launch(stream, (tiles,), scan_kernel(tile), (x, y, counter, status, tile, window))
+    Scanner(x.shape[0], tile, window, alloc)(x, y, stream)
 
 
 def main() -> None:

@@ -55,23 +55,45 @@ def test_interpreter(n, tile, window, dtype):
 
 
 def test_prefix_published_for_every_tile():
-    """After the scan every status word says PREFIX and holds the inclusive
-    prefix of its tile in its low 32 bits; padding words are untouched."""
-    from lookback_scan import PREFIX, init_status
+    """After the scan every status word says PREFIX with this launch's epoch and
+    holds the inclusive prefix of its tile in its low 32 bits; padding words are
+    untouched; the ticket word starts the next epoch with no tickets taken."""
+    from lookback_scan import PREFIX
     x = _sample(7 * 16 + 3, np.int32, 4)
     tiles, window = 8, 4
-    counter, status = np.zeros(1, np.int32), np.full(window * 2, 5, np.int64)
+    ticket, status = np.array([5 << 32], np.int64), np.zeros(window * 3, np.int64)
     y = np.zeros_like(x)
-    ct.launch(None, (2,), init_status, (counter, status, window))
-    assert not status.any()
-    ct.launch(None, (tiles,), lookback_scan, (x, y, counter, status, 16, window))
-    assert counter[0] == tiles
-    np.testing.assert_array_equal(status[:tiles] >> 32, PREFIX)
+    ct.launch(None, (tiles,), lookback_scan, (x, y, ticket, status, 16, window))
+    assert ticket[0] == 6 << 32
+    np.testing.assert_array_equal(status[:tiles] >> 32, (5 << 2) | PREFIX)
     np.testing.assert_array_equal(status[tiles:], 0)
     ends = np.minimum(np.arange(1, tiles + 1) * 16, x.shape[0]) - 1
     want = np.cumsum(x, dtype=np.int64)[ends].astype(np.int32)
     np.testing.assert_array_equal((status[:tiles] & 0xFFFFFFFF).astype(np.uint32).view(np.int32),
                                   want)
+
+
+def test_earlier_scans_status_words_are_ignored():
+    """One scanner, many scans with no clearing in between: every earlier scan's
+    status words say PREFIX (with values that would be wrong now) and must read
+    as unpublished; sizes shrink and grow so some words are two epochs old; the
+    epoch wraps after 2^29 scans."""
+    from lookback_scan import EPOCH_MASK, Scanner
+    scan = Scanner(40 * 32, tile=32, window=4)
+    for i, n in enumerate([40 * 32, 7 * 32 + 1, 40 * 32 - 3, 1, 33, 40 * 32]):
+        x = _sample(n, np.int32, 10 + i)
+        y = np.zeros_like(x)
+        scan(x, y)
+        _expect_ok(x, y)
+        assert scan.ticket[0] == (i + 1) << 32
+    scan.ticket[0] = EPOCH_MASK << 32          # the last epoch before the wrap
+    x = _sample(40 * 32, np.int32, 30)
+    y = np.zeros_like(x)
+    scan(x, y)
+    _expect_ok(x, y)
+    assert scan.ticket[0] == 0
+    with pytest.raises(ValueError, match='"x": expected at most 1280 items'):
+        scan(np.zeros(40 * 32 + 1, np.int32), np.zeros(40 * 32 + 1, np.int32))
 
 
 @pytest.mark.gpu
@@ -98,3 +120,35 @@ def test_gpu_many_runs_agree_exactly():
         y = cp.zeros_like(xd)
         inclusive_scan(xd, y, tile=1024, alloc=cp.zeros)
         np.testing.assert_array_equal(cp.asnumpy(y), want)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.int32, np.float32])
+def test_gpu_one_scanner_many_scans_and_graph_replay(dtype):
+    """One Scanner (scratch zeroed once) over 30 scans of changing sizes, then the
+    scan captured in a CUDA graph and replayed with new data in the same buffers:
+    each result is right (the epoch, in device memory, advances on every launch)."""
+    cp = pytest.importorskip("cupy")
+    from lookback_scan import Scanner
+    n_max = 2**22 + 5
+    scan = Scanner(n_max, tile=4096, alloc=cp.zeros)
+    rng = np.random.default_rng(12)
+    for i in range(30):
+        n = int(rng.integers(1, n_max + 1)) if i % 3 else n_max
+        x = _sample(n, dtype, 100 + i)
+        y = cp.zeros(n, dtype)
+        scan(cp.asarray(x), y)
+        _expect_ok(x, cp.asnumpy(y), tile=4096)
+    xd, yd = cp.zeros(n_max, dtype), cp.zeros(n_max, dtype)
+    stream = cp.cuda.Stream(non_blocking=True)
+    scan(xd, yd, stream=stream)                # loaded outside the capture
+    stream.synchronize()
+    stream.begin_capture()
+    scan(xd, yd, stream=stream)
+    graph = stream.end_capture()
+    for i in range(5):
+        x = _sample(n_max, dtype, 200 + i)
+        xd.set(x, stream=stream)
+        graph.launch(stream)
+        stream.synchronize()
+        _expect_ok(x, cp.asnumpy(yd), tile=4096)

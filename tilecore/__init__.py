@@ -22,6 +22,15 @@ from .runtime.device_errors import synchronize
 from ._version import __version__  # noqa: E402
 
 
+def __getattr__(name: str):
+    """`ct.tune` (cuTile's `cuda.tile.tune`: exhaustive_search, ...), imported on
+    first use so that `import tilecore` does not load the tuner."""
+    if name == "tune":
+        import importlib
+        return importlib.import_module(".tune", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "__version__", "kernel", "function", "launch", "synchronize", "compile", "CompiledKernel",
     "ByTarget", "Kernel", "TileFunction",

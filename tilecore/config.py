@@ -36,11 +36,16 @@ TILECORE_STRICT_BOUNDS      ``1`` makes the interpreter warn (once per op and
                             outside its array (default ``0``: such tiles read
                             padding and drop their stores silently, as on the
                             GPU).
-TILECORE_TUNING_DIR         A directory of the user's tuning tables, laid out
+TILECORE_TUNING_DIR         The user's directory of tuning tables, laid out
                             as the shipped ``tuning_db/``
                             (``<algorithm>/sm_XY.yaml``); its tables override
-                            the shipped ones. Unset or empty: the shipped
-                            tables only. It must be a directory.
+                            the shipped ones and ``python -m tilecore.tune``
+                            writes there by default. Unset:
+                            ``$XDG_DATA_HOME/tilecore/tuning_db`` (default
+                            ``~/.local/share/tilecore/tuning_db``; it need
+                            not exist). Empty or ``0``, ``off``, ``false``,
+                            ``no``: no user directory, the shipped tables
+                            only. Any other value must be a directory.
 ==========================  =================================================
 """
 from __future__ import annotations
@@ -54,7 +59,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 __all__ = ["cache_dir", "dump_dir", "interpret", "block_order", "arch", "native", "pdl",
-           "strict_bounds", "tuning_dir", "invalid_value", "validate_environment", "override"]
+           "strict_bounds", "tuning_dir", "user_tuning_dir", "invalid_value", "validate_environment", "override"]
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"", "0", "false", "no", "off"})
@@ -162,12 +167,13 @@ def arch() -> Optional[str]:
 
 
 def tuning_dir() -> Optional[Path]:
-    """The user's directory of tuning tables (TILECORE_TUNING_DIR), searched
-    before the shipped ones, or None when unset or empty. A value that is not
-    an existing directory is invalid (a typo would otherwise silently leave the
-    shipped tables in force)."""
+    """The directory TILECORE_TUNING_DIR names, or None when it is unset, empty
+    or an off-word (`user_tuning_dir` gives the directory the lookup uses,
+    the default one included). A value that is not an existing directory is
+    invalid (a typo would otherwise silently leave the shipped tables in
+    force)."""
     value = _get("TILECORE_TUNING_DIR")
-    if not value:
+    if not value or value.lower() in _FALSE:
         return None
     path = Path(value).expanduser()
     if not path.is_dir():
@@ -175,6 +181,31 @@ def tuning_dir() -> Optional[Path]:
         raise invalid_value("TILECORE_TUNING_DIR", "a directory of tuning tables "
                             "(<algorithm>/sm_XY.yaml)", reason)
     return path
+
+
+def user_tuning_dir() -> Optional[Path]:
+    """The user's directory of tuning tables: read before the shipped ones by
+    the dispatch layer, written by `python -m tilecore.tune` by default.
+
+    TILECORE_TUNING_DIR when it names a directory (validated as in
+    `tuning_dir`); None when it is set but empty or an off-word (the shipped
+    tables only: tests, reproducible benchmarks); unset:
+    ``$XDG_DATA_HOME/tilecore/tuning_db``, ``~/.local/share/tilecore/tuning_db``
+    when XDG_DATA_HOME is unset or relative (the XDG base-directory rule). Not
+    the cache directory: tuned tables cost a GPU sweep to remake, and clearing
+    a cache must not drop them. The default need not exist (no tables then);
+    None when there is no home directory. Computed without touching the file
+    system."""
+    value = _get("TILECORE_TUNING_DIR")
+    if value is not None:
+        return tuning_dir()
+    data = _get("XDG_DATA_HOME")
+    if data and os.path.isabs(data):
+        return Path(data) / "tilecore" / "tuning_db"
+    try:
+        return Path.home() / ".local" / "share" / "tilecore" / "tuning_db"
+    except RuntimeError:  # no home directory
+        return None
 
 
 # The settings whose values can be invalid, each with its reader; the others

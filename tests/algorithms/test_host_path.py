@@ -219,6 +219,17 @@ def test_device_arrays_have_cached_accessors():
     assert lib_of([1, 2]) is None and lib_of(np.zeros(2)).host
 
 
+def test_device_array_views_are_device_arguments():
+    """tilecore's own DeviceArray (a NamedTuple: the temporary-storage views one
+    algorithm passes to another, as reduce_by_key to DeviceScan) is a GPU array,
+    not a tuple; a plain tuple is still refused."""
+    from tilecore.algorithms.arrays import describe
+    a = describe(DeviceArray(4096, (10,), (1,), ct.float32, 0), "d_in")
+    assert (a.host, a.size, a.ndim, a.device_id, a.dtype) == (False, 10, 1, 0, ct.float32)
+    with pytest.raises(TypeError, match='"d_in": expected an array.*got tuple'):
+        describe((4096, (10,)), "d_in")
+
+
 # -- the convenience layer's GPU cached path, on stand-ins of CuPy and PyTorch -----------------
 
 class _FakeMemory:

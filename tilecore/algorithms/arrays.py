@@ -14,7 +14,7 @@ import numpy as np
 
 from ..language import dtypes as D
 from ..language.dtypes import DType
-from ..runtime import array_fields, classify_arg
+from ..runtime import DeviceArray, array_fields, classify_arg
 
 __all__ = ["Arg", "describe", "same_side", "check_num_items", "as_1d_output"]
 
@@ -38,6 +38,8 @@ def _kind(obj: Any) -> str:
     if k is None:
         if isinstance(obj, np.ndarray):
             k = "host"
+        elif isinstance(obj, DeviceArray):
+            k = "device"    # tilecore's own view (a NamedTuple: before the tuple test)
         elif obj is None or isinstance(obj, (bool, int, float, complex, str, bytes, list, tuple,
                                              dict, np.generic)):
             k = "other"

@@ -100,9 +100,12 @@ class _Plan:
                 words, values = padded, tiles
             elif self.mode == MODE_LOOKBACK:        # aggregates, then inclusive prefixes
                 words, values = padded, 2 * padded
-            else:                                   # tile aggregates, then group prefixes
-                groups = -(-tiles // p.group_tiles)
-                words = values = padded + -(-groups // INIT_TILE) * INIT_TILE
+            else:                                   # tile aggregates, then group aggregates
+                group = p.group_tiles
+                while -(-tiles // group) > K.GROUPS:    # every group word in one load
+                    group *= 2
+                facts["group"] = group
+                words = values = padded + INIT_TILE
             layout.slot(0).alias(D.int64, words)
             layout.slot(1).alias(self.acc, 1 if self.packed else values)
         layout.slot(2).alias(D.int64 if tiles >= _WIDE else D.int32, 1)   # ticket counter
@@ -287,7 +290,7 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any
                 has_init, by_key, in_place, plan.packed, bits, wide, single))
         return needed
     p = plan.policy
-    size = p.lookback_window if mode == MODE_LOOKBACK else p.group_tiles
+    size = p.lookback_window if mode == MODE_LOOKBACK else facts["group"]
     launch(stream, (tiles,), kernel,
            (src, key_arg, y, n, init, counter, status, vals, facts["P"], tile, size, *common,
             exclusive and not plan.inv, exclusive, plan.inv, has_init, by_key, in_place,

@@ -29,10 +29,13 @@ same bits):
   running blocks. It folds whatever aggregates and prefixes it finds, so its
   association depends on timing: the policy refuses it for other operators.
 - `scan_groups` (mode 3, any operator): aligned groups of G tiles. Tile
-  t = kG + j: exclusive(t) = Pg(k-1) (+) fold(A[kG .. t-1]), A the tiles'
-  aggregates, from one load of the group's G status words and one fixed-shape
-  masked G-lane reduction; the group's last tile publishes Pg(k) = Pg(k-1) (+)
-  fold(A[kG .. kG+G-1]) (a chain of tiles/G links). Deterministic: see below.
+  t = kG + j: exclusive(t) = fold(Ag(0 .. k-1)) (+) fold(A[kG .. t-1]), A the
+  tiles' aggregates and Ag the groups' (published by each group's last tile
+  as soon as its group's aggregates are in), from one load of the GROUPS group
+  words, one of the group's G status words and two fixed-shape masked
+  reductions. A tile waits only for the aggregates before it, as in the
+  decoupled look-back, never for another tile's prefix. The host doubles G
+  until the groups fit in GROUPS words. Deterministic: see below.
 - `scan_fenwick` (mode 0, any operator): tile m publishes tree[m], the fold of
   the tiles (m - lowbit(m+1), m] (a Fenwick tree over the tile aggregates): its
   Fenwick children's entries m-1, m-2, m-4, ... (recent tiles) followed by its
@@ -48,7 +51,7 @@ same bits):
 
 Determinism (modes 0, 1, 3, every operator, float sums included): every value a
 tile publishes or uses is a fold whose operands (aggregates, Fenwick entries,
-group prefixes) and association (Fenwick ranges; group boundaries and the
+group aggregates) and association (Fenwick ranges; group boundaries and the
 fixed tree of the G-lane reduction, in which masked lanes pass the other
 operand through unchanged; the fixed-shape block reductions) are functions of
 tile numbers only. A block that looks before a predecessor has published only
@@ -79,6 +82,7 @@ __all__ = ["scan_init", "scan_fenwick", "scan_lookback", "scan_groups", "scan_pa
 MO, MS = ct.MemoryOrder, ct.MemoryScope
 ZERO = ct.PaddingMode.ZERO
 READY, HEAD, PREFIX = 1, 2, 4
+GROUPS = 256        # mode 3: group words every tile loads (the host widens groups to fit)
 
 
 # --- operators -----------------------------------------------------------------------------
@@ -563,10 +567,13 @@ def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant
                 WIDE: ct.Constant[bool], SINGLE: ct.Constant[bool]):
     """Mode 3: the single-pass scan with a two-level look-back (module
     docstring). Tile t = k*GROUP + j publishes its aggregate A[t] in status[t]
-    (vals[t]); its exclusive prefix is Pg(k-1) (+) fold(A[kG .. t-1]), one load
-    of the group's GROUP words and one fixed-shape masked reduction; the group's
-    last tile publishes Pg(k) = Pg(k-1) (+) fold(A[whole group k]) in
-    status[P + k] (vals[P + k])."""
+    (vals[t]); the group's last tile publishes the group's aggregate
+    Ag(k) = fold(A[kG .. kG+G-1]) in status[P + k] (vals[P + k]) as soon as its
+    group's aggregates are in, waiting for nothing else. Tile t's exclusive
+    prefix is fold(Ag(0 .. k-1)) (+) fold(A[kG .. t-1]): one load of GROUPS
+    group words and one of the group's GROUP words, each folded by one
+    fixed-shape masked reduction. No tile waits for another tile's prefix (no
+    chain): only for the aggregates before it, as in the decoupled look-back."""
     t = ticket(counter, SINGLE)
     u, hu, h, a_ok, a_head, agg = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ,
                                              HAS_EQ, SHIFT, BY_KEY, IN_PLACE, WIDE)
@@ -576,45 +583,46 @@ def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant
     k = t // GROUP
     j = t - k * GROUP
     words = ct.zeros((GROUP,), ct.int64)
-    gword = ct.zeros((1,), ct.int64)
+    gwords = ct.zeros((GROUPS,), ct.int64)
     if not SINGLE:
         if j != GROUP - 1:   # the group's last tile's aggregate is read by nobody
             publish_at(status, t, vals, t, flags_of(a_head), agg, ACC, PACKED)
         words = load_words(status, k, GROUP, PACKED)     # in flight while the tile is scanned
-        gword = load_words(status, P + k - 1, 1, PACKED)
+        gwords = load_words(status, P // GROUPS, GROUPS, PACKED)
     if KIND != "user" and not BY_KEY:
         z = local_scan(u, KIND, OP, ACC)
     if not SINGLE:
         lane = ct.arange(GROUP, dtype=ct.int32)
+        last = j == GROUP - 1
         need = lane < j
-        has_g = k > 0
-        while True:
-            ready = ct.minimum(ct.where(need, (words >> 32) & READY, 1),
-                               ct.where(has_g, (gword >> 32) & READY, 1))
-            if ct.min(ready, 0, keepdims=True).item() == 1:
-                break
+        while ct.min(ct.where(need, (words >> 32) & READY, 1), 0, keepdims=True).item() != 1:
             words = load_words(status, k, GROUP, PACKED)
-            gword = load_words(status, P + k - 1, 1, PACKED)
         if PACKED:
             v = from_bits(words, ACC)
-            gv = from_bits(gword, ACC)
         else:
             v = ct.load(vals, (k,), (GROUP,))
-            gv = ct.load(vals, (P + k - 1,), (1,))
         own = lane == j
         v = ct.where(own, agg, v)
         hd = ct.where(own, a_head, ct.astype(((words >> 32) & HEAD) >> 1, ct.int32))
+        if last:   # the whole group (this tile's aggregate in the last lane)
+            _, f_head, f_val = fold_parts(ct.full((GROUP,), 1, ct.int32), hd, v, KIND, OP, ACC,
+                                          BY_KEY)
+            publish_at(status, P + k, vals, P + k, flags_of(f_head), f_val, ACC, PACKED)
         e_ok, e_head, e_val = fold_parts(ct.where(need, 1, 0), ct.where(need, hd, 0), v, KIND,
                                          OP, ACC, BY_KEY)
-        g_ok = ct.where(has_g, ct.full((1,), 1, ct.int32), 0)
-        g_head = ct.where(has_g, ct.astype(((gword >> 32) & HEAD) >> 1, ct.int32), 0)
-        p_ok, p_head, p_val = join(g_ok, g_head, gv, e_ok, e_head, e_val, KIND, OP, ACC, BY_KEY)
-        if j == GROUP - 1:   # the whole group (this tile's aggregate in the last lane)
-            f_ok, f_head, f_val = fold_parts(ct.full((GROUP,), 1, ct.int32), hd, v, KIND, OP,
-                                             ACC, BY_KEY)
-            _, q_head, q_val = join(g_ok, g_head, gv, f_ok, f_head, f_val, KIND, OP, ACC,
-                                    BY_KEY)
-            publish_at(status, P + k, vals, P + k, flags_of(q_head), q_val, ACC, PACKED)
+        glane = ct.arange(GROUPS, dtype=ct.int32)
+        gneed = glane < k
+        while ct.min(ct.where(gneed, (gwords >> 32) & READY, 1), 0,
+                     keepdims=True).item() != 1:
+            gwords = load_words(status, P // GROUPS, GROUPS, PACKED)
+        if PACKED:
+            gv = from_bits(gwords, ACC)
+        else:
+            gv = ct.load(vals, (P // GROUPS,), (GROUPS,))
+        gh = ct.where(gneed, ct.astype(((gwords >> 32) & HEAD) >> 1, ct.int32), 0)
+        g_ok, g_head, g_val = fold_parts(ct.where(gneed, 1, 0), gh, gv, KIND, OP, ACC, BY_KEY)
+        p_ok, p_head, p_val = join(g_ok, g_head, g_val, e_ok, e_head, e_val, KIND, OP, ACC,
+                                   BY_KEY)
     if KIND != "user" and not BY_KEY:
         finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, HAS_INIT, INV,
                      WIDE)

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from .tables import Row, Table
-from .schema import PROVENANCE_FIELDS, SCHEMA_VERSION, TuningError, schema_for, validate_params
+from .schema import OPTIONAL_PROVENANCE_FIELDS, PROVENANCE_FIELDS, SCHEMA_VERSION, TuningError, schema_for, validate_params
 
 __all__ = ["Row", "Table", "load_table", "parse_table"]
 
@@ -71,15 +71,17 @@ def _provenance(value: Any, path: str, line: int, what: str) -> dict:
     if missing:
         raise TuningError(f"{path}:{line}: field {what!r}: missing {missing} (every tuned value "
                           f"carries {list(PROVENANCE_FIELDS)})")
-    unknown = [k for k in prov if k not in PROVENANCE_FIELDS]
+    known = {**PROVENANCE_FIELDS, **OPTIONAL_PROVENANCE_FIELDS}
+    unknown = [k for k in prov if k not in known]
     if unknown:
         raise TuningError(f"{path}:{_line(prov, unknown[0], line)}: field {what}.{unknown[0]}: "
-                          f"unknown provenance field; known: {list(PROVENANCE_FIELDS)}")
+                          f"unknown provenance field; known: {list(known)}")
     gain = prov["gain"]
     if gain is not None and (isinstance(gain, bool) or not isinstance(gain, (int, float))):
         raise TuningError(f"{path}:{_line(prov, 'gain', line)}: field {what}.gain: expected a "
                           f"number or null, got {gain!r}")
-    return {k: (str(v) if k != "gain" and v is not None else v) for k, v in prov.items()}
+    return {k: (str(v) if k in PROVENANCE_FIELDS and k != "gain" and v is not None else v)
+            for k, v in prov.items()}
 
 
 def _match(value: Any, schema, path: str, line: int) -> dict:

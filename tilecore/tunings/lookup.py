@@ -1,17 +1,21 @@
 """Finding tables and matching a tuning key against them.
 
 Where tables are looked for, first found wins per (algorithm, architecture):
-1. the directory named by TILECORE_TUNING_DIR (`config.tuning_dir()`; the
-   user's tables override the shipped ones), laid out as the shipped one:
-   `<dir>/<algorithm>/sm_XY.yaml`;
+1. the user's directory (`config.user_tuning_dir()`: TILECORE_TUNING_DIR,
+   or by default `~/.local/share/tilecore/tuning_db`, where
+   `python -m tilecore.tune` writes; an empty or off TILECORE_TUNING_DIR
+   means none), laid out as the shipped one: `<dir>/<algorithm>/sm_XY.yaml`;
+   its tables override the shipped ones;
 2. the shipped tables: `tilecore/tuning_db/` inside an installed package (a
    wheel or `pip install .`: setup.py copies the checkout's `tuning_db/`
    there), else `tuning_db/` at the root of the source checkout the package
    is imported from (an editable install). One copy in the repository.
 
 Tables are read and validated when a plan first needs them (not at import),
-and cached per (directory, algorithm, architecture); `clear_cache()` forgets
-them.
+and cached per (directory, algorithm, architecture), a missing table too (one
+stat per table a process ever asks for, none per call); `clear_cache()`
+forgets them and has plans built from them rebuilt (the tuner calls it after
+writing a table, so the process that wrote it uses it at once).
 
 Matching (`resolve`): for the device's architecture and then each older one in
 the chain (sm_120 -> sm_100 -> sm_90 -> sm_80 -> sm_70), the first table found
@@ -28,9 +32,10 @@ from pathlib import Path
 from typing import NamedTuple, Optional
 
 from .. import config
+from ..dispatch import overrides
 from ..dispatch.selector import architectures_up_to
 
-__all__ = ["TUNING_DIR_ENV", "table_dirs", "shipped_dir", "find_table", "best_row", "resolve",
+__all__ = ["TUNING_DIR_ENV", "user_dir", "table_dirs", "shipped_dir", "find_table", "best_row", "resolve",
            "Resolved", "clear_cache", "state"]
 
 TUNING_DIR_ENV = "TILECORE_TUNING_DIR"
@@ -38,8 +43,9 @@ _PACKAGE = Path(__file__).resolve().parent.parent
 
 
 def user_dir() -> Optional[Path]:
-    """TILECORE_TUNING_DIR (ValueError naming it when it is not a directory)."""
-    return config.tuning_dir()
+    """The user's tuning directory, `config.user_tuning_dir()` (ValueError
+    naming TILECORE_TUNING_DIR when it is set to something not a directory)."""
+    return config.user_tuning_dir()
 
 
 _shipped: list = []
@@ -75,7 +81,12 @@ _tables: dict[tuple[str, str, int], Optional[Table]] = {}
 
 
 def clear_cache() -> None:
+    """Forget the tables read so far and make cached host plans, which hold
+    policies resolved from them, rebuild: the policy overrides' generation is
+    part of every plan's cache key (hostpath.epoch, the scan and segmented
+    plans), so advancing it is the one signal they all observe."""
     _tables.clear()
+    overrides._generation[0] = next(overrides._counter)
 
 
 def find_table(algorithm: str, cc: int) -> Optional[Table]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 __all__ = ["Param", "KeyField", "Constraint", "AlgorithmSchema", "SCHEMAS", "SCHEMA_VERSION",
-           "PROVENANCE_FIELDS", "TuningError", "schema_for", "validate_params"]
+           "PROVENANCE_FIELDS", "OPTIONAL_PROVENANCE_FIELDS", "TuningError", "schema_for", "validate_params"]
 
 SCHEMA_VERSION = 1
 
@@ -20,13 +20,49 @@ class TuningError(ValueError):
     names the file, line and field."""
 
 
+# How many values of a non-power-of-two range a tuner may try one by one; wider
+# ranges need an explicit `grid`.
+MAX_RANGE_CANDIDATES = 64
+
+
 @dataclass(frozen=True)
 class Param:
+    """A policy field: its valid range (`check`, used by the loader and
+    `override_policy`) and what the tuner does with it (`candidates`,
+    `tuned`, `applies`).
+
+    grid: the values a tuner tries, in order (empty: the powers of two in
+    range for a power-of-two field, else the whole range, which must then be
+    at most MAX_RANGE_CANDIDATES values). tuned: False keeps the field at the
+    current policy's value in every search. applies(key, fields): whether the
+    field changes the kernels for tuning key `key` given the policy's other
+    fields (None: always); a search space drops the field where it does not
+    apply, so no two candidates differ only in a field nobody reads. It may
+    read only fields listed before it in the schema (the space decides the
+    fields in that order), and must read the same fields whatever their
+    values."""
     name: str
     lo: int
     hi: int
     power_of_two: bool
     doc: str
+    grid: tuple[int, ...] = ()
+    tuned: bool = True
+    applies: Optional[Callable[[dict, dict], bool]] = None
+
+    def __post_init__(self) -> None:
+        for v in self.grid:
+            problem = self.check(v)
+            if problem:
+                raise TuningError(f"Param {self.name!r}: grid value {v!r}: {problem}")
+        if list(self.grid) != sorted(set(self.grid)):
+            raise TuningError(f"Param {self.name!r}: grid must be strictly increasing, "
+                              f"got {self.grid}")
+        if (self.tuned and not self.grid and not self.power_of_two
+                and self.hi - self.lo + 1 > MAX_RANGE_CANDIDATES):
+            raise TuningError(f"Param {self.name!r}: a tuned range of {self.hi - self.lo + 1} "
+                              f"values needs an explicit grid (at most "
+                              f"{MAX_RANGE_CANDIDATES} values are tried one by one)")
 
     def check(self, value) -> Optional[str]:
         """None when `value` is valid, else what is wrong with it."""
@@ -39,7 +75,10 @@ class Param:
         return None
 
     def candidates(self) -> list[int]:
-        """The values a tuner may try (powers of two, or the whole range)."""
+        """The values a tuner tries, in increasing order: the grid, else the
+        powers of two in range, else the whole (short) range."""
+        if self.grid:
+            return list(self.grid)
         if self.power_of_two:
             out, v = [], 1
             while v <= self.hi:
@@ -48,6 +87,11 @@ class Param:
                 v *= 2
             return out
         return list(range(self.lo, self.hi + 1))
+
+    def active(self, key: dict, fields: dict) -> bool:
+        """Whether a search for tuning key `key` tries values of this field,
+        given the policy's fields listed before it in the schema."""
+        return self.tuned and (self.applies is None or self.applies(key, fields))
 
 
 @dataclass(frozen=True)
@@ -77,6 +121,10 @@ class AlgorithmSchema:
     def key_field(self, name: str) -> Optional[KeyField]:
         return next((k for k in self.key_fields if k.name == name), None)
 
+    def tuned_params(self) -> tuple[Param, ...]:
+        """The fields a tuner searches, in the order it decides them."""
+        return tuple(p for p in self.params if p.tuned)
+
 
 # Provenance of every table, and optionally of each row: who set the values, how.
 PROVENANCE_FIELDS = {
@@ -86,8 +134,50 @@ PROVENANCE_FIELDS = {
     "gain": "measured gain over the default policy (a fraction, e.g. 0.04), or null",
 }
 
+# Provenance a tuner writes beside the required fields (optional: hand-set tables lack it).
+OPTIONAL_PROVENANCE_FIELDS = {
+    "cc": "compute capability of the GPU, e.g. 90",
+    "driver": "CUDA driver version, e.g. '13.0'",
+    "nvrtc": "NVRTC version, e.g. '13.0'",
+    "tilecore": "tilecore version",
+    "trials": "trials the search measured",
+    "sizes": "per input size (items): bandwidth of the old and new policy in GB/s and the "
+             "speedup, e.g. {16777216: {old_gbs: 2500.0, new_gbs: 2600.0, speedup: 1.04}}",
+    "score": "the search's score of the new policy over the old (weighted speedup)",
+}
+
 _DTYPE_NAMES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                 "float16", "bfloat16", "float32", "float64", "bool_")
+_FLOAT_NAMES = ("float16", "bfloat16", "float32", "float64")
+
+# Tuner grid of the blocks-per-SM oversubscription fields.
+_BLOCKS_PER_SM_GRID = (1, 2, 3, 4, 5, 6, 7, 8, 16, 32)
+
+
+def _scan_exact(key: dict) -> bool:
+    """The scan key's operator is exact (algorithms/scan.py `exact_operator`: integer
+    add/mul/and/or/xor and min/max of any dtype), so it runs `exact_mode`."""
+    return key["op"] in ("min", "max") or (key["op"] in ("add", "mul", "and", "or", "xor")
+                                           and key["accum"] not in _FLOAT_NAMES)
+
+
+def _scan_mode(key: dict, p: dict) -> int:
+    """The mode a scan with this key runs (algorithms/scan.py `_plan`)."""
+    return p["exact_mode"] if _scan_exact(key) else p["mode"]
+
+
+def _scan_exclusive_inverse(key: dict, p: dict) -> bool:
+    """exclusive_inverse changes exclusive integer add/xor scans, not by key, in
+    modes 2 and 3 (algorithms/scan.py `_plan`); the tuning key does not say
+    inclusive or exclusive, so a workload of inclusive scans cannot observe it."""
+    return (key["op"] in ("add", "xor") and key["accum"] not in _FLOAT_NAMES
+            and not key["by_key"] and _scan_mode(key, p) in (2, 3))
+
+
+def _segmented_long(key: dict, p: dict) -> bool:
+    """The long kernel and the rows kernel's waves serve well-known operators only
+    (not 'arg', not 'user': algorithms/segmented_reduce.py, kind 'known')."""
+    return key["op"] not in ("arg", "user")
 
 REDUCE = AlgorithmSchema(
     algorithm="reduce",
@@ -97,9 +187,10 @@ REDUCE = AlgorithmSchema(
               "input items each thread loads per tile (tile = block_threads * items_per_thread)"),
         Param("blocks_per_sm", 1, 32, False,
               "grid oversubscription: the first pass runs sm_count * blocks_per_sm blocks "
-              "(fewer when there are fewer tiles)"),
+              "(fewer when there are fewer tiles)", grid=_BLOCKS_PER_SM_GRID),
         Param("single_block_max_items", 0, 1 << 24, False,
-              "inputs of at most this many items run as one single-block kernel"),
+              "inputs of at most this many items run as one single-block kernel",
+              grid=tuple(1 << e for e in range(12, 19))),
         Param("final_block_threads", 32, 1024, True,
               "threads of the single-block pass over the first pass's partials"),
     ),
@@ -127,29 +218,38 @@ SCAN = AlgorithmSchema(
               "Fenwick look-back; 1 reduce-then-scan (two kernels, reads the input twice); "
               "3 single pass with a two-level look-back over aligned groups of group_tiles "
               "tiles (2, the decoupled look-back, is for exact operators only); all "
-              "deterministic"),
-        Param("blocks_per_sm", 1, 32, False,
-              "reduce-then-scan: at most sm_count * blocks_per_sm blocks, each scanning a "
-              "contiguous chunk of tiles"),
+              "deterministic",
+              grid=(0, 1, 3), applies=lambda key, p: not _scan_exact(key)),
         Param("exact_mode", 0, 3, False,
               "exact operators (integer add/mul/and/or/xor, min/max; by key too): the mode "
               "as above, or 2: single pass with a decoupled look-back (bit-identical "
-              "results whatever it finds, since the operator is exact)"),
+              "results whatever it finds, since the operator is exact)",
+              applies=lambda key, p: _scan_exact(key)),
+        Param("blocks_per_sm", 1, 32, False,
+              "reduce-then-scan: at most sm_count * blocks_per_sm blocks, each scanning a "
+              "contiguous chunk of tiles",
+              grid=_BLOCKS_PER_SM_GRID, applies=lambda key, p: _scan_mode(key, p) == 1),
         Param("lookback_window", 2, 64, True,
-              "mode 2: status words each look-back step loads and folds"),
+              "mode 2: status words each look-back step loads and folds",
+              applies=lambda key, p: _scan_mode(key, p) == 2),
         Param("group_tiles", 2, 256, True,
-              "mode 3: tiles per group (one link of the groups' serial prefix chain)"),
-        Param("small_items", 0, 1 << 31, False,
-              "inputs of at most this many items use small_block_threads threads per block "
-              "(a smaller tile, for more tiles than SMs); 0: never"),
-        Param("small_block_threads", 32, 1024, True,
-              "threads per block (tile = small_block_threads * items_per_thread) for inputs "
-              "of at most small_items items"),
+              "mode 3: tiles per group (the host doubles it while the tiles make more than 256 "
+              "groups)",
+              applies=lambda key, p: _scan_mode(key, p) == 3),
         Param("exclusive_inverse", 0, 1, False,
               "modes 2 and 3: an exclusive integer add/xor scan loads its tile unshifted "
               "(vector loads) and subtracts (xors) each item from the inclusive result, "
               "exact; it keeps items and sums live at once (2x the registers); 0: load the "
-              "tile shifted by one item"),
+              "tile shifted by one item",
+              applies=_scan_exclusive_inverse),
+        Param("small_items", 0, 1 << 31, False,
+              "inputs of at most this many items use small_block_threads threads per block "
+              "(a smaller tile, for more tiles than SMs); 0: never",
+              grid=(0,) + tuple(1 << e for e in range(16, 27, 2))),
+        Param("small_block_threads", 32, 1024, True,
+              "threads per block (tile = small_block_threads * items_per_thread) for inputs "
+              "of at most small_items items",
+              applies=lambda key, p: p["small_items"] > 0),
     ),
     key_fields=(
         KeyField("value_size", (1, 2, 4, 8), "bytes per input item"),
@@ -186,20 +286,25 @@ SEGMENTED_REDUCE = AlgorithmSchema(
               "rows kernel, well-known operators: row groups (of block_threads * "
               "rows_items_per_thread items) each block reduces in turn, loading the next "
               "group's offsets with the current group's items; fewer while the grid would "
-              "have fewer than 8 blocks per SM"),
-        Param("long_block_threads", 32, 1024, True, "threads per block of the long kernel"),
+              "have fewer than 8 blocks per SM", applies=_segmented_long),
+        Param("long_block_threads", 32, 1024, True, "threads per block of the long kernel",
+              applies=_segmented_long),
         Param("long_items_per_thread", 1, 64, True,
               "the long kernel (one block per segment, aligned tiles) loads at most "
-              "long_block_threads * long_items_per_thread items per step"),
+              "long_block_threads * long_items_per_thread items per step",
+              applies=_segmented_long),
         Param("long_min_items_per_thread", 1, 64, True,
               "the long kernel's tile is the average segment length rounded up to a power of "
-              "two, at least long_block_threads * this (at most the largest tile)"),
+              "two, at least long_block_threads * this (at most the largest tile)",
+              applies=_segmented_long),
         Param("long_min_avg_items", 1, 1 << 30, False,
               "average segment length (input items / segments, known on the host) from which "
-              "well-known operators use the long kernel instead of the rows kernel"),
+              "well-known operators use the long kernel instead of the rows kernel",
+              grid=tuple(1 << e for e in range(6, 16)), applies=_segmented_long),
         Param("split_min_blocks_per_sm", 0, 64, False,
               "long kernel: while segments < sm_count * this, each segment is split over "
-              "several blocks (partials in temporary storage, then a pass over them); 0: never"),
+              "several blocks (partials in temporary storage, then a pass over them); 0: never",
+              grid=(0, 1, 2, 4, 8, 16, 32, 64), applies=_segmented_long),
     ),
     key_fields=(
         KeyField("value_size", (1, 2, 4, 8), "bytes per input item"),

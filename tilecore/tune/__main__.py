@@ -1,0 +1,4 @@
+"""`python -m tilecore.tune`: see tilecore/tune/cli.py and docs/tuning.md."""
+from .cli import main
+
+raise SystemExit(main())
