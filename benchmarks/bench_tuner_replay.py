@@ -2,7 +2,7 @@
 CPU (tilecore/tune/replay.py): for each strategy and seed, how many measured
 configs until one is within 1% of the table's optimum, with the current
 policy enqueued first as the tuner does. The default strategy
-(tilecore/tune/search.py) is chosen on these numbers.
+(tilecore/tune/strategies.py) is chosen on these numbers.
 
 Tables: every *.json under --tables (measured brute-force runs: H100 sweeps
 saved by tilecore.tune.replay.save_table). --synthetic adds tables made from

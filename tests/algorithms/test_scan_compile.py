@@ -72,7 +72,7 @@ def test_fenwick_compiles(monkeypatch, case):
 
 @pytest.mark.interpreter_only
 def test_reduce_then_scan_compiles(monkeypatch):
-    with override_policy("scan", mode=1, block_threads=256):   # the sweep's candidate
+    with override_policy("scan", mode=1, block_threads=256, items_per_thread=32):   # the sweep's candidate
         calls = captured(monkeypatch, *CASES["excl-f32"]())
     assert len(calls) == 2                                  # partials, downsweep
     for kernel, args in calls:

@@ -167,7 +167,7 @@ def test_cuda_graph_capture_and_replay(cp):
         graph = stream.end_capture()
     for seed in range(3):
         h = np.random.default_rng(seed).integers(-9, 9, n).astype(np.int32)
-        x.set(h)
+        x.set(h, stream=stream)    # on the graph's stream: the default one does not order it
         graph.launch(stream)
         stream.synchronize()
         np.testing.assert_array_equal(cp.asnumpy(y)[1:], np.cumsum(h)[:-1].astype(np.int32))

@@ -191,6 +191,17 @@ def test_calls_per_sample_from_calibration():
         assert timer.taken[1][2] == want
 
 
+def test_calibration_never_queues_more_than_max_calls():
+    """Many buffer sets (small inputs rotated to span L2): the calibration sample
+    takes at most MAX_CALLS_PER_SAMPLE calls (a deeper queue blocks the host)."""
+    timer = ScriptedTimer([0.001])
+    calls = [lambda: None] * 1024
+    m = measure(calls, timer=timer, min_samples=2, max_samples=2)
+    assert [count for _, _, count in timer.taken] == [M.MAX_CALLS_PER_SAMPLE] * 3
+    assert m.calls_per_sample == M.MAX_CALLS_PER_SAMPLE <= 128
+    assert [first for _, first, _ in timer.taken] == [0, 0, M.MAX_CALLS_PER_SAMPLE]
+
+
 def test_argument_checks():
     with pytest.raises(ValueError, match="calls"):
         measure([], timer=ScriptedTimer([1.0]))

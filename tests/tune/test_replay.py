@@ -14,7 +14,7 @@ import pytest
 from tilecore.tune.replay import (SYNTHETIC_DEVICE, TableSpace, load_table, replay, save_table,
                                   summarize, synthetic_table, table_from_evaluations,
                                   table_optimum, trials_to_within)
-from tilecore.tune.search import Evaluation
+from tilecore.tune.strategies import Evaluation
 from tilecore.tune.space import space_for
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -20,7 +20,7 @@ from tilecore.dispatch import policy_overrides
 from tilecore.dispatch.reduce_policy import policy_fields, select_reduce_policy
 from tilecore.tune import measure as M
 from tilecore.tune import sweep as S
-from tilecore.tune.search import ATTR_DETAIL, ATTR_STATUS
+from tilecore.tune.strategies import ATTR_DETAIL, ATTR_STATUS
 from tilecore.tune.space import space_for
 from tilecore.tune.workloads import Workload, current_policy
 from tilecore.tunings import TUNING_DIR_ENV, clear_cache, lookup, parse_table
@@ -41,7 +41,7 @@ def model_ms(policy: dict, n: int, optimum: dict = OPTIMUM) -> float:
     optimum; fields not in `optimum` do not matter."""
     slow = 1.0 + sum(0.05 * (k + 1) * abs(math.log2(policy[f] / v))
                      for k, (f, v) in enumerate(optimum.items()))
-    return n * 8 / 3e9 * 1e3 * slow
+    return n * 8 / 3e12 * 1e3 * slow
 
 
 class _ConstTimer:
@@ -156,8 +156,7 @@ def user_dir(tmp_path, monkeypatch):
 
 def config(tmp_path, **kw):
     base = dict(algorithms=("reduce",), dtypes=("float32",), ops=("add",), sizes=SIZES,
-                trials=30, storage=f"sqlite:///{tmp_path / 'studies.db'}",
-                out=tmp_path / "out", fields=tuple(OPTIMUM))
+                trials=30, out=tmp_path / "out", fields=tuple(OPTIMUM))
     base.update(kw)
     return S.SweepConfig(**base)
 
@@ -166,6 +165,10 @@ def sweep(cfg, bench, cc=90, **kw):
     lines = []
     result = S.run_sweep(cfg, cc=cc, bench=bench, provenance=PROV, log=lines.append, **kw)
     return result, lines
+
+
+def sqlite(tmp_path):
+    return f"sqlite:///{tmp_path / 'studies.db'}"
 
 
 def trials_of(cfg, outcome):
@@ -202,7 +205,8 @@ def test_failed_candidates_are_recorded_and_never_win(tmp_path, user_dir):
     models = Models(compile_error=lambda p: p["block_threads"] == 1024,
                     launch_error=lambda p: p["items_per_thread"] == 32,
                     wrong=lambda p: p["block_threads"] == 512 and p["items_per_thread"] == 16)
-    cfg = config(tmp_path, fields=("block_threads", "items_per_thread"), trials=100)
+    cfg = config(tmp_path, fields=("block_threads", "items_per_thread"), trials=100,
+                 storage=sqlite(tmp_path))
     result, _ = sweep(cfg, models)
     (o,) = result.outcomes
     trials = trials_of(cfg, o)
@@ -258,13 +262,13 @@ def test_racing_stops_a_candidate_surely_below_the_score_to_beat():
 
 def test_resume_continues_the_same_study_without_re_measuring(tmp_path, user_dir):
     first = Models()
-    r1, _ = sweep(config(tmp_path, trials=12), first)
+    r1, _ = sweep(config(tmp_path, trials=12, storage=sqlite(tmp_path)), first)
     (o1,) = r1.outcomes
     assert o1.study.endswith("#1") and o1.trials == 12
     measured_before = set(first.made[0].runs)
 
     again = Models()
-    cfg = config(tmp_path, trials=24, resume=True)
+    cfg = config(tmp_path, trials=24, resume=True, storage=sqlite(tmp_path))
     r2, _ = sweep(cfg, again)
     (o2,) = r2.outcomes
     assert o2.study == o1.study and o2.trials == 24 and o2.measured == 12
@@ -281,7 +285,7 @@ def test_resume_continues_the_same_study_without_re_measuring(tmp_path, user_dir
     assert o3.reused and not idle.made and o3.entry.params == o2.entry.params
 
     # without --resume a new run of the study starts
-    r4, _ = sweep(config(tmp_path, trials=5), Models())
+    r4, _ = sweep(config(tmp_path, trials=5, storage=sqlite(tmp_path)), Models())
     assert r4.outcomes[0].study.endswith("#2")
 
 
@@ -357,7 +361,7 @@ class ModelTimer:
             calls[(first + i) % len(calls)]()
         policy = {**current_policy("reduce", 90, F32_ADD.key), **policy_overrides("reduce")}
         self.seen.append(tuple(policy[f] for f in OPTIMUM))
-        return count * model_ms(policy, 1 << 20)
+        return count * model_ms(policy, 1 << 30)   # over 1 ms: one call per sample
 
     def throttled(self):
         return ""
@@ -365,14 +369,26 @@ class ModelTimer:
 
 def test_case_bench_runs_checks_and_times_candidates_in_the_interpreter(tmp_path, user_dir):
     timer = ModelTimer()
-    fields = ("block_threads", "items_per_thread")
-    cfg = config(tmp_path, sizes=(1 << 10, 1 << 12), fields=fields, trials=4,
-                 strategy="exhaustive")
+    cfg = config(tmp_path, sizes=(1 << 10, 1 << 12), fields=("block_threads",), trials=6)
     result, _ = sweep(cfg, lambda w, sizes: S.CaseBench(w, sizes, timer=timer))
     (o,) = result.outcomes
-    assert o.entry is not None and o.failed == 0 and o.trials == 4
-    # every timed sample ran under a candidate's override: the model saw several policies,
-    # and the interleaved re-measure switched between the baseline and the finalists
-    assert len(set(timer.seen)) >= 3
-    best = max(set(timer.seen), key=lambda s: -model_ms(dict(zip(OPTIMUM, s)), 1))
-    assert (o.entry.params["block_threads"], o.entry.params["items_per_thread"]) == best[:2]
+    assert o.entry is not None and o.failed == 0 and "exhaustive" in o.detail
+    # every sample ran under its candidate's override (the model saw each block_threads), and
+    # the interleaved re-measure switched policies sample by sample: the paired speedup is the
+    # model's ratio of the baseline's time to the winner's
+    assert {s[0] for s in timer.seen} == {32, 64, 128, 256, 512, 1024}
+    base = current_policy("reduce", 90, F32_ADD.key)
+    assert o.entry.params == {"block_threads": 512} and base["block_threads"] != 512
+    ratio = model_ms(base, 1) / model_ms({**base, "block_threads": 512}, 1)
+    assert o.entry.sizes[1 << 12]["speedup"] == pytest.approx(ratio, abs=1e-4)   # rounded
+    assert o.entry.score == pytest.approx(ratio, rel=1e-4)
+
+
+def test_case_bench_fails_a_wrong_result_before_timing_it(monkeypatch):
+    bench = S.CaseBench(F32_ADD, (1 << 10,), timer=ModelTimer())
+    policy = current_policy("reduce", 90, F32_ADD.key)
+    with bench.run(policy) as run:
+        assert run.check() is None
+    bench._cases[0].expected[...] += 1          # the reference no longer matches
+    with bench.run(policy) as run:
+        assert run.check().startswith("wrong result at 2^10")

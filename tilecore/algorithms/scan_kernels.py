@@ -588,10 +588,10 @@ def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant
         if j != GROUP - 1:   # the group's last tile's aggregate is read by nobody
             publish_at(status, t, vals, t, flags_of(a_head), agg, ACC, PACKED)
         words = load_words(status, k, GROUP, PACKED)     # in flight while the tile is scanned
-        gwords = load_words(status, P // GROUPS, GROUPS, PACKED)
     if KIND != "user" and not BY_KEY:
         z = local_scan(u, KIND, OP, ACC)
     if not SINGLE:
+        gwords = load_words(status, P // GROUPS, GROUPS, PACKED)
         lane = ct.arange(GROUP, dtype=ct.int32)
         last = j == GROUP - 1
         need = lane < j
@@ -603,13 +603,24 @@ def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant
             v = ct.load(vals, (k,), (GROUP,))
         own = lane == j
         v = ct.where(own, agg, v)
-        hd = ct.where(own, a_head, ct.astype(((words >> 32) & HEAD) >> 1, ct.int32))
-        if last:   # the whole group (this tile's aggregate in the last lane)
-            _, f_head, f_val = fold_parts(ct.full((GROUP,), 1, ct.int32), hd, v, KIND, OP, ACC,
-                                          BY_KEY)
-            publish_at(status, P + k, vals, P + k, flags_of(f_head), f_val, ACC, PACKED)
-        e_ok, e_head, e_val = fold_parts(ct.where(need, 1, 0), ct.where(need, hd, 0), v, KIND,
-                                         OP, ACC, BY_KEY)
+        known = KIND != "user" and not BY_KEY
+        if known:
+            # well-known operators not by key: masked lanes hold the identity (a fixed
+            # tree over the lanes either way, so the association depends on j alone)
+            if last:   # the whole group (this tile's aggregate in the last lane)
+                publish_at(status, P + k, vals, P + k, flags_of(a_head),
+                           fold_known(v, KIND, ID, ACC), ACC, PACKED)
+            e_ok = ct.where(j > 0, ct.full((1,), 1, ct.int32), 0)
+            e_head = ct.zeros((1,), ct.int32)
+            e_val = fold_known(ct.where(need, v, ID), KIND, ID, ACC)
+        else:
+            hd = ct.where(own, a_head, ct.astype(((words >> 32) & HEAD) >> 1, ct.int32))
+            if last:   # the whole group (this tile's aggregate in the last lane)
+                _, f_head, f_val = fold_parts(ct.full((GROUP,), 1, ct.int32), hd, v, KIND, OP,
+                                              ACC, BY_KEY)
+                publish_at(status, P + k, vals, P + k, flags_of(f_head), f_val, ACC, PACKED)
+            e_ok, e_head, e_val = fold_parts(ct.where(need, 1, 0), ct.where(need, hd, 0), v,
+                                             KIND, OP, ACC, BY_KEY)
         glane = ct.arange(GROUPS, dtype=ct.int32)
         gneed = glane < k
         while ct.min(ct.where(gneed, (gwords >> 32) & READY, 1), 0,
@@ -619,8 +630,14 @@ def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant
             gv = from_bits(gwords, ACC)
         else:
             gv = ct.load(vals, (P // GROUPS,), (GROUPS,))
-        gh = ct.where(gneed, ct.astype(((gwords >> 32) & HEAD) >> 1, ct.int32), 0)
-        g_ok, g_head, g_val = fold_parts(ct.where(gneed, 1, 0), gh, gv, KIND, OP, ACC, BY_KEY)
+        if known:
+            g_ok = ct.where(k > 0, ct.full((1,), 1, ct.int32), 0)
+            g_head = ct.zeros((1,), ct.int32)
+            g_val = fold_known(ct.where(gneed, gv, ID), KIND, ID, ACC)
+        else:
+            gh = ct.where(gneed, ct.astype(((gwords >> 32) & HEAD) >> 1, ct.int32), 0)
+            g_ok, g_head, g_val = fold_parts(ct.where(gneed, 1, 0), gh, gv, KIND, OP, ACC,
+                                             BY_KEY)
         p_ok, p_head, p_val = join(g_ok, g_head, g_val, e_ok, e_head, e_val, KIND, OP, ACC,
                                    BY_KEY)
     if KIND != "user" and not BY_KEY:

@@ -19,9 +19,11 @@ ct_experimental` for the older `cuda.tile_experimental` API):
   config fails is ValueError raised.
 - `search(space, ...)`: the same on a space too large to enumerate: `space`
   maps each parameter to its values, configs are dicts, and Optuna's TPE
-  sampler (categorical parameters) proposes `n_trials` of them, each timed
-  with racing against the best so far; duplicates are answered from what was
-  measured.
+  sampler (categorical parameters) proposes configs until `n_trials` of them
+  have been run, each timed with racing against the best so far; TPE
+  re-proposes configs it has tried: those are answered from what was measured
+  and do not count (after STUCK_AFTER such proposals in a row, an untried
+  config drawn at random is run instead).
 - `autotune_launch(...)`, `clear_autotune_cache(...)`: cuTile's deprecated
   `cuda.tile_experimental` API with its semantics: a per-(kernel, key) cache
   of the best config (the key defaults to the shapes, dtypes and strides of the
@@ -84,6 +86,8 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 TOP_K = 5                  # configs measured to convergence before racing the rest
+STUCK_AFTER = 25           # search(): tried proposals in a row before a random untried config
+_MAX_DRAWS = 2000          # search(): random draws looking for an untried config
 _QUICK_SAMPLES = 3         # samples of the first estimate of every config
 
 
@@ -427,10 +431,11 @@ def search(search_space: Mapping[str, Sequence[Any]], stream,
            timer=None) -> TuningResult[dict]:
     """Optuna-guided search for spaces too large to enumerate (see the module
     docstring). `search_space` maps each parameter to its values; configs are
-    dicts. `n_trials` proposals of `sampler` (default Optuna's TPESampler with
-    `seed`); a config for which `constraint(config)` is False is not run;
-    a proposal already measured is answered from that measurement. The other
-    arguments are exhaustive_search's."""
+    dicts. `sampler` (default Optuna's TPESampler with `seed`) proposes
+    configs until `n_trials` distinct configs have been run (or every config
+    has been proposed); a config for which `constraint(config)` is False is not
+    run and does not count; a proposal already run is answered from that run
+    and does not count either. The other arguments are exhaustive_search's."""
     import optuna
     space = _check_space(search_space)
     if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 1:
@@ -449,16 +454,28 @@ def search(search_space: Mapping[str, Sequence[Any]], stream,
         failures: list = []
         done: list[_Candidate] = []
         best_ms: Optional[float] = None
-        for n in range(n_trials):
-            if len(seen) == size:
-                break
-            _progress(quiet, "Searching", n, n_trials, len(failures))
+        rng = random.Random(seed)
+        run = stuck = 0
+        while run < n_trials and len(seen) < size:
+            if stuck >= STUCK_AFTER:
+                # the sampler keeps proposing tried configs: enqueue an untried one
+                for _ in range(_MAX_DRAWS):
+                    draw = {name: rng.choice(space[name]) for name in names}
+                    if tuple(draw[name] for name in names) not in seen:
+                        study.enqueue_trial(draw)
+                        break
+                stuck = 0
+            _progress(quiet, "Searching", run, n_trials, len(failures))
             trial = study.ask()
             cfg = {name: trial.suggest_categorical(name, space[name]) for name in names}
             key = tuple(cfg[name] for name in names)
-            if key not in seen:
+            if key in seen:
+                stuck += 1
+            else:
+                stuck = 0
                 seen[key] = None
                 if constraint is None or constraint(cfg):
+                    run += 1
                     cand = runner.build(len(seen) - 1, cfg)
                     try:
                         runner.first_run(cand)

@@ -115,7 +115,7 @@ def _storage(text: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (every option with its help)."""
     from ..algorithms.operators import NUMERIC
-    from .search import STRATEGIES
+    from .strategies import STRATEGIES
     from .workloads import ALGORITHMS, OPS
     dtypes = tuple(d.name for d in NUMERIC)
     p = _Parser(prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -254,27 +254,32 @@ def _duration(seconds: float) -> str:
 class ProgressLine:
     """One line per study, redrawn in place on a terminal (`[2/9] reduce
     float32 add  trial 12/40  best 1.043  failed 1  ~1m20s left`); elsewhere
-    printed every `every` trials and when the study ends."""
+    printed every `every` trials. When the study ends the line says so, with
+    its result. `stream`: default standard error."""
 
-    def __init__(self, stream: TextIO = sys.stderr, every: int = 10) -> None:
-        self.stream, self.every = stream, every
-        self.tty = stream.isatty()
+    def __init__(self, stream: Optional[TextIO] = None, every: int = 10) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.every = every
+        self.tty = self.stream.isatty()
+        self.head: Optional[str] = None
 
-    def study_started(self, index, total, workload, budget, prior, prior_best, deadline) -> None:
+    def study_started(self, index: int, total: int, workload, budget: int, prior: int,
+                      prior_best: Optional[float], deadline: Optional[float]) -> None:
         self.head = f"[{index + 1}/{total}] {workload.label}"
         self.budget, self.count, self.best = budget, prior, prior_best
         self.failed, self.deadline = 0, deadline
         self.start, self.measured = time.monotonic(), 0
-        self._draw()
+        self._draw(self._left())
 
     def trial(self, evaluation) -> None:
+        """One more candidate measured (a search.Evaluation)."""
         self.count += 1
         self.measured += 1
         self.failed += evaluation.status == "failed"
         if evaluation.status == "ok" and (self.best is None or evaluation.score > self.best):
             self.best = evaluation.score
         if self.tty or self.measured % self.every == 0:
-            self._draw()
+            self._draw(self._left())
 
     def _left(self) -> str:
         if not self.measured:
@@ -284,29 +289,23 @@ class ProgressLine:
             left = min(left, max(0.0, self.deadline - time.monotonic()))
         return f"  ~{_duration(left)} left"
 
-    def _draw(self) -> None:
+    def _draw(self, tail: str, end: str = "") -> None:
         best = "-" if self.best is None else f"{self.best:.3f}"
         failed = f"  failed {self.failed}" if self.failed else ""
         line = (f"{self.head}  trial {min(self.count, self.budget)}/{self.budget}  best {best}"
-                f"{failed}{self._left()}")
-        if self.tty:
-            self.stream.write(f"\r\033[K{line}")
-        else:
-            self.stream.write(line + "\n")
+                f"{failed}{tail}")
+        self.stream.write(f"\r\033[K{line}{end}" if self.tty else line + "\n")
         self.stream.flush()
 
     def study_finished(self, outcome) -> None:
-        if not hasattr(self, "head") or outcome.reused or outcome.entry is None:
-            label = f"{outcome.workload.label}: {outcome.detail}"
-            self.stream.write(("\r\033[K" if self.tty else "") + label + "\n")
+        if self.head is None:      # not started: skipped, or re-used from a finished study
+            self.stream.write(f"{outcome.workload.label}: {outcome.detail}\n")
         else:
-            if self.tty:
-                self.stream.write("\r\033[K")
-            self.stream.write(f"{self.head}  {outcome.detail}, score {outcome.entry.score:.3f}"
-                              f"  ({_duration(time.monotonic() - self.start)})\n")
+            result = f"score {outcome.entry.score:.3f}" if outcome.entry is not None \
+                else f"nothing written: {outcome.detail}"
+            self._draw(f"  done in {_duration(time.monotonic() - self.start)}: {result}", "\n")
         self.stream.flush()
-        if hasattr(self, "head"):
-            del self.head
+        self.head = None
 
 
 # -- main ---------------------------------------------------------------------------------------
@@ -328,8 +327,13 @@ def main(argv: Optional[Sequence[str]] = None, *, bench=None,
         facts = probe(args.device)
     except Unavailable as e:
         _fail(str(e))
+    from ..dispatch.selector import ARCHITECTURES
     from . import sweep
     from .output import default_directory
+    if facts.cc not in ARCHITECTURES:
+        print(f"tilecore.tune: warning: the dispatch layer reads tables of sm_"
+              f"{', sm_'.join(map(str, ARCHITECTURES))} only: the sm_{facts.cc} tables this "
+              f"sweep writes are not used yet", file=sys.stderr)
     try:
         out = args.out if args.out is not None else default_directory()
     except ValueError as e:

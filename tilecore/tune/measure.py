@@ -5,7 +5,8 @@ benchmark scripts alike.
 `measure(calls)`:
 
 1. Warm-up: every call once (compilation, first touch of its buffers).
-2. Calibration: one discarded sample of `len(calls)` calls, whose per-call time
+2. Calibration: one discarded sample of `len(calls)` calls (at most
+   MAX_CALLS_PER_SAMPLE), whose per-call time
    sets `calls_per_sample` so that a sample lasts at least MIN_SAMPLE_MS (at
    most MAX_CALLS_PER_SAMPLE calls, the depth a stream's launch queue takes).
 3. Samples: `calls_per_sample` back-to-back calls between two CUDA events on
@@ -53,7 +54,10 @@ __all__ = ["Measurement", "Timer", "HostTimer", "GpuTimer", "ThrottledError", "m
            "RACE_AFTER"]
 
 MIN_SAMPLE_MS = 1.0          # a sample lasts at least this long (when calls allow)
-MAX_CALLS_PER_SAMPLE = 512   # ... but queues no more calls than a stream holds
+# ... but queues no more calls than a stream holds: CUDA's launch queue holds about
+# 1024 launches, and a call may be several (a scan: up to 3); once it is full the host
+# blocks until the GPU drains it, behind GpuTimer's spin, and the sample is void
+MAX_CALLS_PER_SAMPLE = 128
 RACE_AFTER = 3               # samples before a racing decision
 CONFIDENCE = 0.95
 
@@ -254,7 +258,7 @@ def _prepare(calls: Sequence[Call], timer: Timer, calls_per_sample: Optional[int
     """Warm-up and calibration; the calls per sample."""
     for c in calls:
         c()
-    probe = calls_per_sample or len(calls)
+    probe = calls_per_sample or min(len(calls), MAX_CALLS_PER_SAMPLE)
     per_call = timer.sample_ms(calls, 0, probe) / probe
     if calls_per_sample:
         return calls_per_sample

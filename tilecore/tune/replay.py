@@ -29,14 +29,14 @@ from typing import Iterator, Optional, Sequence
 
 import optuna
 
-from .search import Evaluation, run_search
+from .strategies import Evaluation, run_search
 from .space import Dimension, SearchSpace
 
 __all__ = ["TableSpace", "table_from_evaluations", "save_table", "load_table",
            "table_optimum", "trials_to_within", "replay", "summarize", "synthetic_table",
            "REPLAY_SAMPLERS", "SYNTHETIC_DEVICE"]
 
-# Strategies a replay compares (search.py's, "tpe-ordinal" the integer encoding).
+# Strategies a replay compares (strategies.py's, "tpe-ordinal" the integer encoding).
 REPLAY_SAMPLERS = ("exhaustive", "tpe+polish", "tpe", "tpe-ordinal", "random")
 SYNTHETIC_DEVICE = "synthetic (a model of run time, not a measurement)"
 

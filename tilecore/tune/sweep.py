@@ -69,7 +69,7 @@ from . import measure as M
 from .output import TunedEntry, key_text, size_text, write_table
 from .score import score as weighted_score
 from .score import weights as size_weights
-from .search import ATTR_DUPLICATE, ATTR_STATUS, INFEASIBLE, Evaluation, run_search
+from .strategies import ATTR_DUPLICATE, ATTR_STATUS, INFEASIBLE, Evaluation, run_search
 from .space import SearchSpace, space_for
 from .workloads import Case, Side, Workload, current_policy, gbs, older_policy, workloads
 

@@ -268,6 +268,10 @@ class Side:
         """`a` compared bit for bit: bfloat16 storage as uint16, else as is."""
         return a.view(np.uint16) if t is D.bfloat16 and self.host else a
 
+    def to_host(self, a) -> np.ndarray:
+        """`a` as a NumPy array."""
+        return a if self.host else self.xp.asnumpy(a)
+
     def synchronize(self) -> None:
         if not self.host:
             self.xp.cuda.Device(self.device).synchronize()
@@ -347,14 +351,17 @@ class Case:
             if w.op == "add":
                 sums = xp.cumsum(values)
                 return side.encode(xp.concatenate((xp.zeros(1, sums.dtype), sums[:-1])), t)
-            f = xp.minimum if w.op == "min" else xp.maximum
-            return side.encode(f.accumulate(values), t)
+            # on the host: CuPy's ufunc.accumulate supports add and multiply only
+            f = np.minimum if w.op == "min" else np.maximum
+            return side.encode(xp.asarray(f.accumulate(side.to_host(values))), t)
         off = xp.asarray(offsets.astype(np.int64))
         if w.op == "add":
             sums = xp.concatenate((xp.zeros(1, values.dtype), xp.cumsum(values)))
             return side.encode(sums[off[1:]] - sums[off[:-1]], t)
-        f = xp.minimum if w.op == "min" else xp.maximum
-        return side.encode(f.reduceat(values, off[:-1]), t)
+        # on the host: CuPy's ufunc.reduceat supports add only
+        f = np.minimum if w.op == "min" else np.maximum
+        return side.encode(xp.asarray(f.reduceat(side.to_host(values),
+                                                 offsets[:-1].astype(np.int64))), t)
 
     def bind(self) -> "Bound":
         """The calls of the policy in force now (call inside override_policy)."""

@@ -1,4 +1,4 @@
-"""search.py's run_search with an injected measurement: MODEL_SCORE, a
+"""strategies.py's run_search with an injected measurement: MODEL_SCORE, a
 deterministic model of a policy's speed over its parameters (not a GPU
 measurement), whose optimum is found here by brute force over the space."""
 import math
@@ -6,7 +6,7 @@ import math
 import optuna
 import pytest
 
-from tilecore.tune.search import Evaluation, run_search
+from tilecore.tune.strategies import Evaluation, run_search
 from tilecore.tune.space import space_for
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)

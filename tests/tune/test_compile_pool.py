@@ -1,0 +1,79 @@
+"""compile_pool.py on the CPU: capture() plans a workload's call in the
+interpreter's host path for a GPU's architecture and SM count without running
+anything; compile_job()/CompilePool build the captured kernels with NVRTC
+for sm_90 (no GPU needed)."""
+import numpy as np
+import pytest
+
+import tilecore
+from tilecore.dispatch import target
+from tilecore.tune.compile_pool import CompileJob, CompilePool, capture, compile_job
+from tilecore.tune.workloads import Workload
+
+pytestmark = pytest.mark.interpreter_only     # nothing runs in the interpreter here
+
+REDUCE = Workload("reduce", "float32", "add")
+POLICY = {"block_threads": 256, "items_per_thread": 16, "blocks_per_sm": 4,
+          "single_block_max_items": 65536, "final_block_threads": 256}
+
+
+def ints(args):
+    return [a for a in args if type(a) is int]
+
+
+def shapes(args):
+    return [a.shape for a in args if isinstance(a, np.ndarray)]
+
+
+def test_capture_plans_for_the_device_without_running():
+    saved = tilecore.launch, target.INTERPRETER_SMS
+    n = 1 << 28                                  # 1 GiB of stand-ins: never touched
+    launches = capture(CompileJob.of(REDUCE, n, None, POLICY), "sm_90", 132)
+    assert (tilecore.launch, target.INTERPRETER_SMS) == saved
+    assert len(launches) == 2                    # the partials pass, then the final pass
+    (first, first_args), (final, final_args) = launches
+    # the first pass writes sm_count * blocks_per_sm partials (2^16 tiles are more)
+    assert shapes(first_args) == [(n,), (132 * 4,)]
+    assert shapes(final_args) == [(132 * 4,), (1,)]
+    assert 256 * 16 in ints(first_args)                # the policy's tile
+    other = capture(CompileJob.of(REDUCE, n, None, {**POLICY, "blocks_per_sm": 2,
+                                                    "items_per_thread": 8}), "sm_90", 100)
+    assert shapes(other[0][1]) == [(n,), (200,)] and 256 * 8 in ints(other[0][1])
+    # at most single_block_max_items: one single-block kernel
+    small = capture(CompileJob.of(REDUCE, 65536, None, POLICY), "sm_90", 132)
+    assert len(small) == 1 and shapes(small[0][1]) == [(65536,), (1,)]
+
+
+def test_capture_of_a_segmented_reduce_sees_the_segments():
+    w = Workload("segmented_reduce", "int32", "max")
+    from tilecore.tune.workloads import current_policy, segment_offsets
+    policy = current_policy("segmented_reduce", 90, w.key)
+    launches = capture(CompileJob.of(w, 1 << 20, "short", policy), "sm_90", 132)
+    segments = len(segment_offsets("short", 1 << 20)) - 1
+    assert launches and all((1 << 20,) in shapes(args) for _, args in launches[:1])
+    assert any((segments,) in shapes(args) for _, args in launches)
+
+
+def test_compile_job_builds_or_reports(tmp_path):
+    job = CompileJob.of(REDUCE, 1 << 20, None, POLICY)
+    result = compile_job(job, "sm_90", 132)
+    assert result.error is None and result.kernels == 2
+    bad = CompileJob.of(REDUCE, 1 << 20, None, {**POLICY, "block_threads": 48})
+    result = compile_job(bad, "sm_90", 132)
+    assert result.kernels == 0 and "block_threads" in result.error
+
+
+def test_pool_compiles_in_a_worker(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILECORE_CACHE_DIR", str(tmp_path))    # the worker builds afresh
+    good = CompileJob.of(REDUCE, 1 << 20, None, POLICY)
+    bad = CompileJob.of(REDUCE, 1 << 20, None, {**POLICY, "block_threads": 48})
+    with CompilePool("sm_90", 132, workers=1) as pool:
+        pool.prefetch([bad])
+        ok, failed = pool.wait([good, bad], timeout=120)
+        assert ok.error is None and ok.kernels == 2 and ok.built == 2
+        assert "block_threads" in failed.error
+        again, = pool.wait([good], timeout=1)                 # the same job: its result
+        assert again == ok and pool.compiled == 2 and pool.built == 2
+    assert any(tmp_path.rglob("*")), "nothing written to the worker's disk cache"
+    with pytest.raises(ValueError, match="workers"):
+        CompilePool("sm_90", 132, workers=0)
