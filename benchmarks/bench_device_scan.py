@@ -40,10 +40,11 @@ from tilecore.dispatch import override_policy
 SIZES = (24, 26, 27, 28)
 DTYPES = (np.float32, np.int32)
 _ALL = dict(small_items=0)
-SWEEP = [dict(_ALL),                                                  # the shipped tile
+SWEEP = [dict(_ALL),                                                  # the shipped policy
          dict(_ALL, block_threads=512), dict(_ALL, block_threads=256),
          dict(_ALL, block_threads=128, items_per_thread=64),
          dict(_ALL, block_threads=1024, items_per_thread=16),
+         dict(_ALL, block_threads=1024, items_per_thread=32),
          dict(_ALL, lookback_window=8), dict(_ALL, lookback_window=32),  # mode 2 (int32)
          dict(_ALL, group_tiles=16), dict(_ALL, group_tiles=64),          # mode 3 (float32)
          dict(_ALL, group_tiles=128), dict(_ALL, group_tiles=256),
@@ -56,7 +57,7 @@ SWEEP = [dict(_ALL),                                                  # the ship
 
 def _tag(p: dict) -> str:
     """A sweep candidate's name: its fields other than small_items=0."""
-    return " ".join(f"{k}={v}" for k, v in p.items() if k != "small_items") or "tile 1024x32"
+    return " ".join(f"{k}={v}" for k, v in p.items() if k != "small_items") or "shipped policy"
 
 
 def _arg(name: str, default):

@@ -186,6 +186,7 @@ def test_non_commutative_user_ops():
     check(keys, vals, affine, lambda p, q: int(affine(np.uint64(p), np.uint64(q))))
     fvals = RNG.integers(-50, 50, n).astype(np.float32)
     check(keys, fvals, take_first, lambda p, q: p)
+    check(keys, fvals, lambda a, b: b, lambda p, q: q)      # a lambda from host code: take last
 
 
 def test_output_conversions_and_runs_dtype():
@@ -230,7 +231,6 @@ def test_errors_name_the_problem_and_write_nothing():
     bad(ValueError, '"d_keys_in".*1-d', d_keys_in=keys.reshape(10, 10))
     bad(TypeError, '"op"', op="sub")
     bad(TypeError, '"d_values_in".*integer', op="xor")
-    bad(TypeError, "lambda", op=lambda p, q: p + q)
     bad(ValueError, '"d_aggregates_out".*overlaps "d_values_in"', d_aggregates_out=vals)
     bad(ValueError, '"d_unique_out".*overlaps "d_keys_in"', d_unique_out=keys)
     bad(TypeError, '"temp_storage"', temp_storage="x")

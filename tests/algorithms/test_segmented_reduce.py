@@ -390,8 +390,6 @@ OFF = np.array([0, 4, 10], np.int64)
      'argument "op": expected one of'),
     (lambda x, o, t: S.reduce(t, x, o, 2, OFF[:-1], OFF[1:], "xor", 0.0), TypeError,
      'argument "init": operator "xor" needs an integer dtype, got float64'),
-    (lambda x, o, t: S.reduce(t, x, o, 2, OFF[:-1], OFF[1:], lambda a, b: a + b, 0), TypeError,
-     'argument "op": a lambda defined outside tile code'),
 ])
 @pytest.mark.parametrize("query", [True, False])
 def test_argument_errors_name_argument_and_write_nothing(call, exc, message, query):

@@ -91,6 +91,20 @@ def test_fallbacks_row_default_previous_arch(tuning_dir):
     assert "tuning_db" in p.source and "sm_80.yaml" in p.source
 
 
+def test_a_table_for_an_architecture_outside_the_chain(tuning_dir):
+    """A table the tuner wrote on an sm_86 GPU is that GPU's (before sm_80's);
+    sm_87 and sm_89 still fall back along the chain to sm_80."""
+    write(tuning_dir, "sm_86", f"""
+        {PROV}
+        default: {{blocks_per_sm: 5}}
+        """)
+    p = select_reduce_policy(86, KEY4)
+    assert p.blocks_per_sm == 5 and "sm_86.yaml" in p.source
+    for cc in (87, 89):
+        p = select_reduce_policy(cc, KEY4)
+        assert p.blocks_per_sm != 5 and "sm_80.yaml" in p.source
+
+
 def test_override_policy_wins_and_is_validated():
     with override_policy("reduce", block_threads=64, items_per_thread=4):
         p = select_reduce_policy(90, KEY4)

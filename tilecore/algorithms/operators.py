@@ -56,10 +56,6 @@ def op_name(op: Any, name: str = "op") -> Optional[str]:
     if not callable(op):
         raise TypeError(f'Invalid argument "{name}": expected one of {list(WELL_KNOWN)} or a '
                         f"function of two tiles, got {type(op).__name__}")
-    if getattr(op, "__name__", "") == "<lambda>":
-        raise TypeError(f'Invalid argument "{name}": a lambda defined outside tile code cannot '
-                        f"be compiled into a kernel (tilecore compiles functions from their "
-                        f"def statement); define it with def or @tilecore.function")
     return None
 
 

@@ -200,10 +200,6 @@ def _check_eq(eq: Any) -> Any:
     if isinstance(eq, str) or not callable(eq):
         raise TypeError('Invalid argument "equality_op": expected a function of two tiles '
                         f"returning a bool tile, or None, got {type(eq).__name__}")
-    if getattr(eq, "__name__", "") == "<lambda>":
-        raise TypeError('Invalid argument "equality_op": a lambda defined outside tile code '
-                        "cannot be compiled into a kernel; define it with def or "
-                        "@tilecore.function")
     return eq
 
 

@@ -135,6 +135,10 @@ def parse_function(pyfunc: Any) -> ParsedFunction:
             _CACHE[id(code)] = cached
         return cached
     filename = _filename(pyfunc)
+    if code.co_name == "<lambda>":
+        parsed = _parse_lambda(pyfunc, filename)
+        _CACHE[id(code)] = parsed
+        return parsed
     block, first = _source_block(pyfunc, filename)
     dedented = textwrap.dedent("".join(block))
     indent = len(block[0]) - len(block[0].lstrip())
@@ -156,6 +160,71 @@ def parse_function(pyfunc: Any) -> ParsedFunction:
                             _closure_values(pyfunc))
     _CACHE[id(code)] = parsed
     return parsed
+
+
+def _parse_lambda(pyfunc: Any, filename: str) -> ParsedFunction:
+    """A lambda defined in host code (an algorithm's operator, say) parsed from
+    its file and given the shape of `def <lambda>(args): return body`. The
+    lambda is the one starting on the code's first line whose span holds every
+    source position of its code (Python 3.11+); without positions, the only
+    lambda there with the same parameters."""
+    code = pyfunc.__code__
+    line = code.co_firstlineno
+    readable = False
+    for lines in (_FILE_LINES.get(filename, (None, None))[1], _current_lines(pyfunc, filename)):
+        if not lines:
+            continue
+        readable = True
+        try:
+            tree = ast.parse("".join(lines))
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == line
+                 and [a.arg for a in n.args.args] == list(code.co_varnames[:code.co_argcount])]
+        found = _lambdas_holding(code, found)
+        if len(found) != 1:
+            if found:
+                raise TileSyntaxError(f"Line {line} of {filename} holds several lambdas with "
+                                      f"the same parameters; define the operator with def",
+                                      Loc(filename, line, 0, None, "<lambda>"))
+            continue
+        if len([n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == line]) \
+                == 1 and _compiles_to(pyfunc, lines) is False:
+            continue   # the file changed since the import
+        lam = found[0]
+        ret = ast.copy_location(ast.Return(value=lam.body), lam.body)
+        extra = {"type_params": []} if sys.version_info >= (3, 12) else {}
+        fdef = ast.copy_location(ast.FunctionDef(name="<lambda>", args=lam.args, body=[ret],
+                                                 decorator_list=[], returns=None,
+                                                 type_comment=None, **extra), lam)
+        register_source(filename, lines)
+        return ParsedFunction(pyfunc, fdef, filename, 0, 0, pyfunc.__globals__,
+                              _closure_values(pyfunc))
+    if not readable:
+        raise TileSyntaxError(f"Cannot read the source of a lambda ({filename}, line {line}): "
+                              f"tile functions must be defined in a file")
+    raise TileSyntaxError(f"Cannot find the lambda of line {line} in {filename} (edited since "
+                          f"it was imported?); define the operator with def",
+                          Loc(filename, line, 0, None, "<lambda>"))
+
+
+def _lambdas_holding(code: types.CodeType, lambdas: list) -> list:
+    """The lambdas whose source span holds every source position of `code`'s
+    instructions (all of them where the interpreter keeps no positions)."""
+    positions = getattr(code, "co_positions", None)
+    if positions is None or len(lambdas) < 2:
+        return lambdas
+    # (zero-width positions are the interpreter's own instructions, e.g. RESUME at column 0)
+    spots = [(ln, col) for ln, end_ln, col, end_col in positions()
+             if None not in (ln, col) and (ln, col) != (end_ln, end_col)]
+
+    def holds(n: ast.Lambda) -> bool:
+        start, end = (n.lineno, n.col_offset), (n.end_lineno, n.end_col_offset)
+        return all(start <= spot < end for spot in spots)
+    held = [n for n in lambdas if holds(n)]
+    # nested lambdas: the innermost span holding them all is the code's own
+    return [n for n in held if not any(m is not n and (m.lineno, m.col_offset) >
+                                       (n.lineno, n.col_offset) for m in held)] or held
 
 
 def _closure_values(pyfunc: Any) -> dict:

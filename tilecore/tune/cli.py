@@ -327,13 +327,8 @@ def main(argv: Optional[Sequence[str]] = None, *, bench=None,
         facts = probe(args.device)
     except Unavailable as e:
         _fail(str(e))
-    from ..dispatch.selector import ARCHITECTURES
     from . import sweep
     from .output import default_directory
-    if facts.cc not in ARCHITECTURES:
-        print(f"tilecore.tune: warning: the dispatch layer reads tables of sm_"
-              f"{', sm_'.join(map(str, ARCHITECTURES))} only: the sm_{facts.cc} tables this "
-              f"sweep writes are not used yet", file=sys.stderr)
     try:
         out = args.out if args.out is not None else default_directory()
     except ValueError as e:

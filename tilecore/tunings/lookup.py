@@ -17,8 +17,9 @@ stat per table a process ever asks for, none per call); `clear_cache()`
 forgets them and has plans built from them rebuilt (the tuner calls it after
 writing a table, so the process that wrote it uses it at once).
 
-Matching (`resolve`): for the device's architecture and then each older one in
-the chain (sm_120 -> sm_100 -> sm_90 -> sm_80 -> sm_70), the first table found
+Matching (`resolve`): for the device's own architecture (its table, where one
+was written for it, sm_86 say) and then each architecture of the chain not
+newer than it (sm_120 -> sm_100 -> sm_90 -> sm_80 -> sm_70), the first table found
 decides: its most specific row whose `match` fields all equal the key's (ties:
 the first in the file), merged over the table's `default`; a table with no
 matching row and no default passes to the previous architecture. With no table
@@ -36,7 +37,7 @@ from ..dispatch import overrides
 from ..dispatch.selector import architectures_up_to
 
 __all__ = ["TUNING_DIR_ENV", "user_dir", "table_dirs", "shipped_dir", "find_table", "best_row", "resolve",
-           "Resolved", "clear_cache", "state"]
+           "Resolved", "clear_cache", "state", "table_architectures"]
 
 TUNING_DIR_ENV = "TILECORE_TUNING_DIR"
 _PACKAGE = Path(__file__).resolve().parent.parent
@@ -122,8 +123,16 @@ class Resolved(NamedTuple):
     provenance: Optional[dict]
 
 
+def table_architectures(cc: int) -> list[int]:
+    """The architectures whose tables a device of `cc` reads, newest first: its
+    own (a table the tuner wrote on an sm_86 or sm_89 GPU, say, outside the
+    policy chain), then the chain's architectures not newer than it."""
+    chain = architectures_up_to(cc)
+    return chain if cc in chain else [cc, *chain]
+
+
 def resolve(algorithm: str, cc: int, key: dict) -> Resolved:
-    for arch in architectures_up_to(cc):
+    for arch in table_architectures(cc):
         table = find_table(algorithm, arch)
         if table is None:
             continue
