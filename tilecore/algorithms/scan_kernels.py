@@ -10,9 +10,10 @@ halves, so that both drivers below share them:
 - `tile_finish` puts the tile's exclusive prefix (and init) into lane 0, scans
   the tile (`ct.scan`/`ct.cumsum`, associative and never commutative) and
   stores it (masked in the last, partial tile: nothing past num_items is
-  written). `local_scan` + `finish_known` (modes 2 and 3, well-known operators
-  not by key) instead scan the tile on its own while the look-back's first
-  load is in flight, then apply init (+) prefix to every lane.
+  written). `local_scan` + `finish_known` (modes 2 and 3, not by key: well-known
+  operators, and in mode 3 user operators of tiles not shifted, i.e. all but
+  exclusive scans) instead scan the tile on its own while the look-back's
+  first load is in flight, then apply init (+) prefix to every lane.
 
 A *part* is a tile's or a range's contribution as three 1-element tiles: ok
 (0: empty, nothing to combine), head (by-key scans: a new key starts inside
@@ -574,6 +575,10 @@ def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant
     group words and one of the group's GROUP words, each folded by one
     fixed-shape masked reduction. No tile waits for another tile's prefix (no
     chain): only for the aggregates before it, as in the decoupled look-back."""
+    # the tile's own scan overlaps the look-back (prefix applied to every lane after it)
+    # for well-known operators and, unshifted, for user ones: not by key, where heads cut
+    # the prefix off, nor for a shifted user tile, whose free lane 0 has no identity to hold
+    OVERLAP = not BY_KEY and (KIND != "user" or not SHIFT)
     t = ticket(counter, SINGLE)
     u, hu, h, a_ok, a_head, agg = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ,
                                              HAS_EQ, SHIFT, BY_KEY, IN_PLACE, WIDE)
@@ -588,7 +593,7 @@ def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant
         if j != GROUP - 1:   # the group's last tile's aggregate is read by nobody
             publish_at(status, t, vals, t, flags_of(a_head), agg, ACC, PACKED)
         words = load_words(status, k, GROUP, PACKED)     # in flight while the tile is scanned
-    if KIND != "user" and not BY_KEY:
+    if OVERLAP:
         z = local_scan(u, KIND, OP, ACC)
     if not SINGLE:
         gwords = load_words(status, P // GROUPS, GROUPS, PACKED)
@@ -640,7 +645,7 @@ def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant
                                              BY_KEY)
         p_ok, p_head, p_val = join(g_ok, g_head, g_val, e_ok, e_head, e_val, KIND, OP, ACC,
                                    BY_KEY)
-    if KIND != "user" and not BY_KEY:
+    if OVERLAP:
         finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, HAS_INIT, INV,
                      WIDE)
     else:
