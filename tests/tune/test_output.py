@@ -11,7 +11,8 @@ import pytest
 import tilecore as ct
 from tilecore import config
 from tilecore.algorithms import DeviceReduce as R
-from tilecore.dispatch.reduce_policy import policy_fields, select_reduce_policy
+from tilecore.dispatch.hub import policy_fields
+from tilecore.dispatch.reduce_policy import select_reduce_policy
 from tilecore.tune import output as O
 from tilecore.tune.output import TunedEntry, environment_provenance, write_table
 from tilecore.tunings import TUNING_DIR_ENV, TuningError, clear_cache, lookup, parse_table

@@ -17,7 +17,8 @@ import optuna
 import pytest
 
 from tilecore.dispatch import policy_overrides
-from tilecore.dispatch.reduce_policy import policy_fields, select_reduce_policy
+from tilecore.dispatch.hub import policy_fields
+from tilecore.dispatch.reduce_policy import select_reduce_policy
 from tilecore.tune import measure as M
 from tilecore.tune import sweep as S
 from tilecore.tune.strategies import ATTR_DETAIL, ATTR_STATUS

@@ -8,7 +8,9 @@
 - `temp_storage`: the temporary-storage layout (slots, aliases, 256-byte
   alignment), implemented once; `buffers`: the caller's buffer as bytes and
   typed views of it.
-- `reduce_policy`: DeviceReduce's policy hub.
+- `hub`: the selection every policy hub makes (built-in policy, tables,
+  overrides, validation), written once; `reduce_policy`, `scan_policy`,
+  `segmented_policy`: the algorithms' hubs.
 - `overrides`: a context manager replacing an algorithm's policy fields (tests,
   experiments, the tuner).
 """

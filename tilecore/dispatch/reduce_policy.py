@@ -7,12 +7,9 @@ name), op (operator class) and offset_size (4, or 8 from 2**31 items).
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from ..tunings.lookup import resolve
-from ..tunings.schema import validate_params
-from .overrides import policy_overrides
-from .selector import chained
+from .hub import select_policy
 
 __all__ = ["ReducePolicy", "select_reduce_policy"]
 
@@ -58,18 +55,5 @@ def select_reduce_policy(cc: int, key: dict) -> ReducePolicy:
     `key`: the hub's policy for the newest architecture <= cc, then the
     tables' fields for the key (exact row, table default, previous
     architecture's table), then any active override."""
-    fields = chained(cc, [(70, lambda: _sm70(key)), (80, lambda: _sm80(key)),
-                          (90, lambda: _sm90(key))])
-    resolved = resolve("reduce", cc, key)
-    fields.update(resolved.params)
-    over = policy_overrides("reduce")
-    fields.update(over)
-    source = "override_policy()" if over else resolved.source
-    validate_params("reduce", fields, f"reduce policy for sm_{cc} from {source}", complete=True)
-    return ReducePolicy(**fields, source=source)
-
-
-def policy_fields(policy: ReducePolicy) -> dict:
-    d = asdict(policy)
-    d.pop("source")
-    return d
+    return select_policy("reduce", cc, key, [(70, lambda: _sm70(key)), (80, lambda: _sm80(key)),
+                                   (90, lambda: _sm90(key))], ReducePolicy)

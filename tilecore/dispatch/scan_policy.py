@@ -15,12 +15,9 @@ All are deterministic for the operators they run (scan_kernels.py).
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from ..tunings.lookup import resolve
-from ..tunings.schema import validate_params
-from .overrides import policy_overrides
-from .selector import chained
+from .hub import select_policy
 
 __all__ = ["ScanPolicy", "select_scan_policy", "MODE_SINGLE_PASS", "MODE_REDUCE_THEN_SCAN",
            "MODE_LOOKBACK", "MODE_GROUPS", "MODE_FENWICK"]
@@ -86,18 +83,5 @@ def select_scan_policy(cc: int, key: dict) -> ScanPolicy:
     policy for the newest architecture <= cc, then the tables' fields for the
     key (exact row, table default, previous architecture's table), then any
     active override."""
-    fields = chained(cc, [(70, lambda: _sm70(key)), (80, lambda: _sm80(key)),
-                          (90, lambda: _sm90(key))])
-    resolved = resolve("scan", cc, key)
-    fields.update(resolved.params)
-    over = policy_overrides("scan")
-    fields.update(over)
-    source = "override_policy()" if over else resolved.source
-    validate_params("scan", fields, f"scan policy for sm_{cc} from {source}", complete=True)
-    return ScanPolicy(**fields, source=source)
-
-
-def policy_fields(policy: ScanPolicy) -> dict:
-    d = asdict(policy)
-    d.pop("source")
-    return d
+    return select_policy("scan", cc, key, [(70, lambda: _sm70(key)), (80, lambda: _sm80(key)),
+                                   (90, lambda: _sm90(key))], ScanPolicy)

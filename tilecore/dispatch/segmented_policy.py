@@ -13,10 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ..tunings.lookup import resolve
-from ..tunings.schema import validate_params
-from .overrides import policy_overrides
-from .selector import chained
+from .hub import select_policy
 
 __all__ = ["SegmentedPolicy", "select_segmented_policy", "Shape", "choose_shape"]
 
@@ -82,17 +79,8 @@ def select_segmented_policy(cc: int, key: dict) -> SegmentedPolicy:
     policy for the newest architecture <= cc, the tables' fields for the key
     (exact row, table default, previous architecture's table), then any
     active override."""
-    fields = chained(cc, [(70, lambda: _sm70(key)), (80, lambda: _sm80(key)),
-                          (90, lambda: _sm90(key))])
-    resolved = resolve(ALGORITHM, cc, key)
-    fields.update(resolved.params)
-    over = policy_overrides(ALGORITHM)
-    fields.update(over)
-    source = "override_policy()" if over else resolved.source
-    validate_params(ALGORITHM, fields, f"{ALGORITHM} policy for sm_{cc} from {source}",
-                    complete=True)
-    return SegmentedPolicy(**fields, source=source)
-
+    return select_policy(ALGORITHM, cc, key, [(70, lambda: _sm70(key)), (80, lambda: _sm80(key)),
+                                   (90, lambda: _sm90(key))], SegmentedPolicy)
 
 class Shape(NamedTuple):
     """The kernel a call runs and its compile-time shape.

@@ -75,8 +75,8 @@ from .workloads import Case, Side, Workload, current_policy, gbs, older_policy, 
 
 __all__ = ["CaseInfo", "Bench", "BenchRun", "MakeBench", "CaseBench", "Evaluator",
            "SweepConfig", "StudyOutcome", "SweepResult", "Progress", "run_sweep",
-           "default_storage", "open_storage", "study_base_name", "parse_sizes", "FINALISTS", "ROUNDS",
-           "RACE_MARGIN", "RACE_CAP", "DEFAULT_SIZES", "RESULT_ATTR", "SETUP_ATTR"]
+           "default_storage", "open_storage", "study_base_name", "parse_sizes", "FINALISTS",
+           "ROUNDS", "RACE_MARGIN", "RACE_CAP", "DEFAULT_SIZES", "RESULT_ATTR", "SETUP_ATTR"]
 
 FINALISTS = 3         # best candidates re-measured interleaved with the baseline
 ROUNDS = 10           # interleaved rounds per case

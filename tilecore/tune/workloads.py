@@ -249,7 +249,6 @@ class Side:
 
     def encode(self, values, t: DType):
         """Exact or round-to-nearest-even conversion of int64/float64 `values` to storage."""
-        xp = self.xp
         if t is D.bfloat16 and not self.host:
             bits = values.astype(np.float32).view(np.uint32)
             rounded = bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
