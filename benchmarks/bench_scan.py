@@ -12,7 +12,7 @@ copy and 10-20% above CUB. The copy is measured twice in the same run: once
 over 1 GiB (the large-copy bandwidth) and at each size over the same bytes as
 the scan (n items read, n written: what a scan of that size could reach).
 
-    python benchmarks/bench_scan.py [--out DIR] [--sweep]
+    python benchmarks/bench_scan.py [--out DIR] [--sweep]   (--sweep: tiles, window, threads)
 """
 from __future__ import annotations
 
@@ -40,8 +40,8 @@ class TileScan:
     """The sample's Scanner (scratch allocated and zeroed once, as the device
     scan's temporary storage): one launch per call."""
 
-    def __init__(self, n: int, tile: int, window: int = WINDOW):
-        self.scanner = Scanner(n, tile, window, alloc=cp.zeros)
+    def __init__(self, n: int, tile: int, window: int = WINDOW, items_per_thread: int = 32):
+        self.scanner = Scanner(n, tile, window, alloc=cp.zeros, items_per_thread=items_per_thread)
 
     def __call__(self, x, y) -> None:
         self.scanner(x, y)
@@ -121,6 +121,8 @@ def main() -> None:
             if sweep:
                 impls.update({f"tilecore tile {t}": TileScan(n, t) for t in SWEEP_TILES})
                 impls["tilecore window 32"] = TileScan(n, TILE, 32)
+                impls["tilecore 512 x 64"] = TileScan(n, TILE, items_per_thread=64)
+                impls["tilecore 128 x 64"] = TileScan(n, 8192, items_per_thread=64)
             impls.update(_peers(*sets[0]))
             gbs = {}
             for name, fn in impls.items():

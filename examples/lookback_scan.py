@@ -101,10 +101,10 @@ def lookback_scan(x, y, ticket, status, TILE: ct.Constant[int], WINDOW: ct.Const
 _KERNELS: dict = {}
 
 
-def scan_kernel(tile: int):
-    """The scan kernel for `tile` items, with 32 items per thread (at most 1024
-    threads): the block size that ran fastest on the H100 (benchmarks/RESULTS.md)."""
-    threads = min(1024, max(32, tile // 32))
+def scan_kernel(tile: int, items_per_thread: int = 32):
+    """The scan kernel for `tile` items, `items_per_thread` items per thread (at
+    most 1024 threads; 32 a thread ran fastest on the H100, benchmarks/RESULTS.md)."""
+    threads = min(1024, max(32, tile // items_per_thread))
     if threads not in _KERNELS:
         _KERNELS[threads] = ct.kernel(lookback_scan.pyfunc, num_threads=threads)
     return _KERNELS[threads]
@@ -112,15 +112,18 @@ def scan_kernel(tile: int):
 
 class Scanner:
     """Inclusive scans of up to `max_items` 32-bit numbers with one set of scratch
-    arrays, zeroed once by `alloc`, in tiles of `tile` items (32768, 1024 threads:
-    the fastest at every size from 2^24 to 2^28 on the H100, benchmarks/RESULTS.md): one launch per scan (the epoch in the ticket
-    word retires the previous scan's status words), safe to capture in a CUDA graph
-    and replay (the epoch lives in device memory and advances on every launch)."""
+    arrays, zeroed once by `alloc`, in tiles of `tile` items, `items_per_thread` a
+    thread (32768 and 32, 1024 threads: the fastest at every size from 2^24 to 2^28
+    on the H100, benchmarks/RESULTS.md): one launch per scan (the epoch in the
+    ticket word retires the previous scan's status words), safe to capture in a
+    CUDA graph and replay (the epoch lives in device memory and advances on every
+    launch)."""
 
     def __init__(self, max_items: int, tile: int = 32768, window: int = 16,
-                 alloc=np.zeros):
+                 alloc=np.zeros, items_per_thread: int = 32):
         self.tile = tile
         self.window = window
+        self.kernel = scan_kernel(tile, items_per_thread)
         tiles = max(1, ct.cdiv(max_items, self.tile))
         self.ticket = alloc(1, np.int64)
         self.status = alloc(ct.cdiv(tiles, window) * window, np.int64)
@@ -132,7 +135,7 @@ class Scanner:
             raise ValueError(f'Invalid argument "x": expected at most {self.max_items} items '
                              f"(the scanner's max_items), got {n}")
         if n:
-            ct.launch(stream, (ct.cdiv(n, self.tile),), scan_kernel(self.tile),
+            ct.launch(stream, (ct.cdiv(n, self.tile),), self.kernel,
                       (x, y, self.ticket, self.status, self.tile, self.window))
 
 

@@ -54,6 +54,16 @@ def test_interpreter(n, tile, window, dtype):
     _expect_ok(x, y)
 
 
+def test_items_per_thread_sets_the_block_and_not_the_result():
+    """The same tile over fewer threads (more items each) scans the same."""
+    from lookback_scan import Scanner, scan_kernel
+    assert scan_kernel(32768, 64).options.num_threads == 512
+    x = _sample(700, np.int32, 7)
+    y = np.zeros_like(x)
+    Scanner(700, tile=64, window=4, items_per_thread=2)(x, y)
+    _expect_ok(x, y)
+
+
 def test_prefix_published_for_every_tile():
     """After the scan every status word says PREFIX with this launch's epoch and
     holds the inclusive prefix of its tile in its low 32 bits; padding words are
