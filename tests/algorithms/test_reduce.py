@@ -377,3 +377,33 @@ def test_lambda_without_source_is_a_clear_error():
     x = np.ones(10, np.float64)
     with pytest.raises(ct.TileSyntaxError, match="lambda"):
         run(R.reduce, x, np.zeros(1), 10, op, 0.0)
+
+
+def test_equal_functions_share_one_object_and_its_kernels():
+    """A lambda written at a call in a loop is a new object each time: equal ones
+    (same code, closure values, globals) map to the first, so the plan and kernels
+    are found again; a different closure value is a different function, with its
+    own result."""
+    from tilecore.algorithms.operators import same_function
+    fresh = [lambda a, b: a + b for _ in range(3)]
+    assert fresh[0] is not fresh[1] and same_function(fresh[1]) is same_function(fresh[0])
+    assert same_function("add") == "add" and same_function(None) is None
+
+    def scaled(k):
+        return lambda a, b: a + b * k
+    assert same_function(scaled(2)) is same_function(scaled(2))
+    assert same_function(scaled(2)) is not same_function(scaled(3))
+    unhashable = [1]
+    f = lambda a, b: a + b + 0 * len(unhashable)   # noqa: E731  (closes over a list: kept as is)
+    assert same_function(f) is f
+    x = np.arange(1, 101, dtype=np.int64)
+    got = np.zeros(1, np.int64)
+    for k in (2, 3, 2):
+        run(R.reduce, x, got, 100, lambda a, b: ct.maximum(a, b) * k // k, 0)
+        assert got[0] == 100
+    run(R.transform_reduce, x, got, 100, "add", scaled_by(3), 0)
+    assert got[0] == 3 * x.sum()
+
+
+def scaled_by(k):
+    return lambda v: v * k

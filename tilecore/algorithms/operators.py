@@ -8,15 +8,19 @@ identities, and the accumulator rules (CUB's, documented in docs/algorithms.md).
   language's own reductions. Floating-point min and max follow CUB's
   cuda::minimum / cuda::maximum, i.e. C's fmin / fmax: a NaN operand is
   ignored (the result is NaN only when both are NaN).
-- Anything else callable is a user operator: a `def` function or a
+- Anything else callable is a user operator: a `def` function, a lambda or a
   `@tilecore.function` of two tiles, associative and commutative (as CUB
-  requires for reductions), compiled into the kernels.
+  requires for reductions), compiled into the kernels. `same_function` maps
+  equal functions (a lambda written at a call in a loop is a new object every
+  time) to one object, so that the plans and kernels made for the first are
+  found again.
 """
 from __future__ import annotations
 
 import builtins
 import functools
 import operator
+import types
 from typing import Any, Optional
 
 import numpy as np
@@ -25,7 +29,7 @@ from ..language import dtypes as D
 from ..language import ops as L
 from ..language.dtypes import DType
 
-__all__ = ["WELL_KNOWN", "op_name", "identity", "cxx_arithmetic", "sum_accumulator",
+__all__ = ["WELL_KNOWN", "op_name", "same_function", "identity", "cxx_arithmetic", "sum_accumulator",
            "check_operand_dtype", "NUMERIC", "scalar_dtype", "as_scalar"]
 
 WELL_KNOWN = ("add", "mul", "min", "max", "and", "or", "xor")
@@ -57,6 +61,31 @@ def op_name(op: Any, name: str = "op") -> Optional[str]:
         raise TypeError(f'Invalid argument "{name}": expected one of {list(WELL_KNOWN)} or a '
                         f"function of two tiles, got {type(op).__name__}")
     return None
+
+
+# (code, closure values, globals, defaults) -> the first function seen with them
+_SAME: dict = {}
+_SAME_LIMIT = 4096
+
+
+def same_function(f: Any) -> Any:
+    """The first function seen with `f`'s code, closure values, globals and
+    defaults (which is to say the same compiled kernels), or `f` itself when it
+    is no plain function or something it closes over cannot be hashed."""
+    if type(f) is not types.FunctionType:
+        return f
+    try:
+        cells = tuple(c.cell_contents for c in f.__closure__) if f.__closure__ else ()
+        kw = tuple(sorted(f.__kwdefaults__.items())) if f.__kwdefaults__ else ()
+        key = (f.__code__, cells, id(f.__globals__), f.__defaults__, kw)
+        first = _SAME.get(key)
+    except (TypeError, ValueError):   # unhashable, or a closure cell not filled yet
+        return f
+    if first is None:
+        if len(_SAME) >= _SAME_LIMIT:
+            _SAME.clear()
+        first = _SAME[key] = f
+    return first
 
 
 def check_operand_dtype(op: str, dtype: DType, name: str) -> None:

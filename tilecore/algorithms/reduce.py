@@ -38,8 +38,8 @@ from . import reduce_kernels as K
 from .shared import check_dtype, kernel_for, target_of, temp_buffer
 from .arrays import as_1d_output, check_1d, check_num_items, describe
 from .hostpath import epoch, lib_of, one_device
-from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, scalar_dtype,
-                        sum_accumulator)
+from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, same_function,
+                        scalar_dtype, sum_accumulator)
 
 __all__ = ["DeviceReduce", "signature_plan"]
 
@@ -448,6 +448,7 @@ class DeviceReduce:
         `op`: "add", "mul", "min", "max", "and", "or", "xor", the matching Python
         functions, or a function of two tiles (associative and commutative). The
         accumulator has init's dtype (a NumPy scalar), or d_out's for a Python number."""
+        op = same_function(op)
         got, key = _cached(_REDUCE, temp_storage, d_in, (d_out,), num_items, stream,
                            (op, type(init), getattr(init, "dtype", None)), init)
         if got:
@@ -458,6 +459,7 @@ class DeviceReduce:
     def transform_reduce(temp_storage, d_in, d_out, num_items, reduce_op, transform_op, init,
                          stream=None) -> int:
         """reduce() of transform_op(d_in[i]); transform_op is a function of one tile."""
+        reduce_op, transform_op = same_function(reduce_op), same_function(transform_op)
         got, key = _cached(_TRANSFORM, temp_storage, d_in, (d_out,), num_items, stream,
                            (reduce_op, transform_op, type(init), getattr(init, "dtype", None)),
                            init)
@@ -466,7 +468,7 @@ class DeviceReduce:
         if not callable(transform_op) or isinstance(transform_op, str):
             raise TypeError('Invalid argument "transform_op": expected a function of one tile, '
                             f"got {type(transform_op).__name__}")
-        op_name(transform_op, "transform_op")  # refuses lambdas with a clear message
+        op_name(transform_op, "transform_op")
         return _reduce(temp_storage, d_in, d_out, num_items, reduce_op, init, transform_op,
                        stream, "init", key)
 

@@ -45,7 +45,7 @@ from ..dispatch.temp_storage import Layout
 from ..language import dtypes as D
 from . import reduce_by_key_kernels as K
 from .arrays import Arg, as_1d_output, check_1d, check_num_items, describe, same_side
-from .operators import NUMERIC, check_operand_dtype, op_name
+from .operators import NUMERIC, check_operand_dtype, op_name, same_function
 from .scan import KEY_DTYPES, DeviceScan, inclusive_temp_bytes
 
 __all__ = ["reduce_by_key"]
@@ -120,6 +120,7 @@ def reduce_by_key(temp_storage, d_keys_in, d_unique_out, d_values_in, d_aggregat
         if a.size < n:
             raise ValueError(f'Invalid argument "{name}": expected room for num_items = {n} '
                              f"runs (the most there can be), got {a.size} elements")
+    op = same_function(op)
     name = op_name(op)
     check_operand_dtype(name, a_vals.dtype, "d_values_in") if name is not None else None
     _check_overlap([("d_unique_out", a_uniq, n), ("d_aggregates_out", a_aggs, n),

@@ -30,8 +30,8 @@ from ..tunings import lookup as tuning_lookup
 from . import scan_kernels as K
 from .shared import check_dtype, kernel_for, target_of, temp_buffer
 from .arrays import Arg, check_1d, check_num_items, describe
-from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, scalar_dtype,
-                        sum_accumulator)
+from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, same_function,
+                        scalar_dtype, sum_accumulator)
 
 __all__ = ["DeviceScan"]
 
@@ -225,6 +225,7 @@ def _scan(temp_storage, d_keys, d_in, d_out, op, init, num_items, stream, *, rul
     check_num_items(num_items, a_out, array=out_name)
     if by_key:
         check_num_items(num_items, a_keys, array="d_keys_in")
+    op, eq = same_function(op), same_function(eq)
     name = op_name(op)
     acc = _accumulator(rule, name, a_in, a_out, init)
     if name is not None:

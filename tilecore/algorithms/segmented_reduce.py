@@ -34,8 +34,8 @@ from ..tunings import lookup as tuning_lookup
 from . import segmented_kernels as K
 from .shared import check_dtype, kernel_for, target_of, temp_buffer
 from .arrays import Arg, check_1d, describe
-from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, scalar_dtype,
-                        sum_accumulator)
+from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, same_function,
+                        scalar_dtype, sum_accumulator)
 
 __all__ = ["DeviceSegmentedReduce"]
 
@@ -185,6 +185,7 @@ def _reduce(temp_storage, d_in, d_out, num_segments, d_begin_offsets, d_end_offs
     a_in, (a_out,), n, a_b, a_e, target, wide = _ingest(
         d_in, [("d_out", d_out)], num_segments, d_begin_offsets, d_end_offsets)
     check_dtype(a_out, "d_out")
+    op = same_function(op)
     name = op_name(op)
     if acc_rule == "sum":
         acc = sum_accumulator(a_in.dtype, a_out.dtype)
