@@ -282,3 +282,5 @@ def test_resume_after_a_crash_while_measuring_the_enqueued_policy(tmp_path):
         r = run_search(sp, rec, budget=5, study=again, strategy=strategy, enqueue=[SCAN_BASE])
         assert rec.calls[0] == base, strategy
         assert r.trials == len(rec.calls) == 5
+        # the cut-off trials are closed (failed), not left running for the dashboard
+        assert again.get_trials(states=(optuna.trial.TrialState.RUNNING,)) == []

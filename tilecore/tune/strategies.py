@@ -170,7 +170,13 @@ class _Search:
     # --- bookkeeping -----------------------------------------------------------------------
 
     def resume(self) -> None:
-        """Re-use the study's finished trials of this space."""
+        """Re-use the study's finished trials of this space. A trial still
+        RUNNING was cut off (Ctrl-C, a crash, a lost machine: one process runs a
+        study at a time): it is closed as FAIL, so the study (and
+        optuna-dashboard) does not show it running for ever; its config was not
+        recorded, so it may be measured again."""
+        for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            self.study.tell(t.number, state=TrialState.FAIL)
         for t in self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,
                                                                 TrialState.FAIL)):
             status = t.user_attrs.get(ATTR_STATUS)
