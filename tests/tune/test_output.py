@@ -3,7 +3,6 @@ accepts and the dispatch layer uses; the merge rule; atomic writes; the
 environment provenance; the default user tuning directory."""
 import os
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -35,17 +34,6 @@ def base(key, cc=90):
 def entry(key=F32, params=None, old=None, score=1.05, trials=40, sizes=SIZES, strategy="tpe"):
     return TunedEntry(dict(key), params or {"block_threads": 512, "items_per_thread": 8},
                       old if old is not None else base(key), sizes, score, trials, strategy)
-
-
-@pytest.fixture
-def user_dir(tmp_path, monkeypatch):
-    """The user tuning directory (TILECORE_TUNING_DIR) in a temporary folder."""
-    d = tmp_path / "tunings"
-    d.mkdir()
-    monkeypatch.setenv(TUNING_DIR_ENV, str(d))
-    clear_cache()
-    yield d
-    clear_cache()
 
 
 def load(path, algorithm="reduce", cc=90):

@@ -24,7 +24,7 @@ from tilecore.tune import sweep as S
 from tilecore.tune.strategies import ATTR_DETAIL, ATTR_STATUS
 from tilecore.tune.space import space_for
 from tilecore.tune.workloads import Workload, current_policy
-from tilecore.tunings import TUNING_DIR_ENV, clear_cache, lookup, parse_table
+from tilecore.tunings import lookup, parse_table
 
 pytestmark = pytest.mark.interpreter_only
 
@@ -142,17 +142,6 @@ class Models:
         b = RunTimeModel(workload, sizes, **self.options)
         self.made.append(b)
         return b
-
-
-@pytest.fixture
-def user_dir(tmp_path, monkeypatch):
-    """The user tuning directory in a temporary folder (the sweep's default output)."""
-    d = tmp_path / "user_tunings"
-    d.mkdir()
-    monkeypatch.setenv(TUNING_DIR_ENV, str(d))
-    clear_cache()
-    yield d
-    clear_cache()
 
 
 def config(tmp_path, **kw):

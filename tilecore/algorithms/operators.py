@@ -63,17 +63,23 @@ def op_name(op: Any, name: str = "op") -> Optional[str]:
     return None
 
 
-# (code, closure values, globals, defaults) -> the first function seen with them
+# (code, closure values, globals, defaults) -> the first function seen with them; and
+# each function object seen -> that first one (the cached paths' lookup: one dict probe)
 _SAME: dict = {}
+_SEEN: dict = {}
 _SAME_LIMIT = 4096
 
 
 def same_function(f: Any) -> Any:
     """The first function seen with `f`'s code, closure values, globals and
     defaults (which is to say the same compiled kernels), or `f` itself when it
-    is no plain function or something it closes over cannot be hashed."""
+    is no plain function or something it closes over cannot be hashed. A
+    function object is matched once; later calls with it cost one dict probe."""
     if type(f) is not types.FunctionType:
         return f
+    first = _SEEN.get(f)
+    if first is not None:
+        return first
     try:
         cells = tuple(c.cell_contents for c in f.__closure__) if f.__closure__ else ()
         kw = tuple(sorted(f.__kwdefaults__.items())) if f.__kwdefaults__ else ()
@@ -81,10 +87,12 @@ def same_function(f: Any) -> Any:
         first = _SAME.get(key)
     except (TypeError, ValueError):   # unhashable, or a closure cell not filled yet
         return f
+    if len(_SEEN) >= _SAME_LIMIT:
+        _SAME.clear()
+        _SEEN.clear()
     if first is None:
-        if len(_SAME) >= _SAME_LIMIT:
-            _SAME.clear()
         first = _SAME[key] = f
+    _SEEN[f] = first
     return first
 
 
