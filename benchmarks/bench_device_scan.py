@@ -11,9 +11,10 @@ call, status init and scan, are both timed). Every implementation is checked
 against NumPy before it is timed. The issue's goal: tilecore >= 90% of the
 copy and 10-20% above CUB.
 
-    python benchmarks/bench_device_scan.py [--out DIR] [--sweep] [--sizes 24,28]
+    python benchmarks/bench_device_scan.py [--out DIR] [--sweep] [--user-sweep] [--sizes 24,28]
                                            [--scans incl,excl]
 
+--user-sweep also times the user operator with other tiles at 2^27.
 --sweep also times policy candidates through override_policy, to fill
 tuning_db/scan/sm_90.yaml: the tile (block_threads * items_per_thread), the
 look-back window (mode 2, exact operators: int32 here), the group size (mode 3,
@@ -53,6 +54,10 @@ SWEEP = [dict(_ALL),                                                  # the ship
          dict(_ALL, block_threads=512, exclusive_inverse=1),             # int32 exclusive
          dict(_ALL, mode=1, exact_mode=1, block_threads=256, blocks_per_sm=2),
          dict(_ALL, mode=1, exact_mode=1, block_threads=256, blocks_per_sm=4)]
+# tiles for the user operator (--user-sweep, at 2^27 beside the shipped user row)
+USER_SWEEP = [dict(_ALL, block_threads=512, items_per_thread=64),
+              dict(_ALL, block_threads=256, items_per_thread=64),
+              dict(_ALL, block_threads=512, items_per_thread=16)]
 
 
 def _tag(p: dict) -> str:
@@ -159,13 +164,16 @@ def _check(name: str, fn, x, y, exclusive: bool, ref) -> None:
                              f"{'exclusive' if exclusive else 'inclusive'})")
 
 
-def _impls(x, y, exclusive: bool, sweep: bool, log2n: int) -> dict:
+def _impls(x, y, exclusive: bool, sweep: bool, log2n: int, user_sweep: bool) -> dict:
     impls = {"tilecore": TileScan(x, y, exclusive)}
     if sweep:
         for p in SWEEP:
             impls[f"tilecore {_tag(p)}"] = TileScan(x, y, exclusive, p)
     if log2n == 27 and not exclusive:
         impls["tilecore user_add"] = TileScan(x, y, exclusive, op=user_add)
+        if user_sweep:
+            for p in USER_SWEEP:
+                impls[f"tilecore user_add {_tag(p)}"] = TileScan(x, y, exclusive, p, user_add)
     try:
         impls["CUB"] = CubScan(x, y, exclusive)
     except Exception as e:  # noqa: BLE001 - a peer that does not build is reported, not fatal
@@ -182,6 +190,7 @@ def main() -> None:
     scans = _arg("--scans", ["incl", "excl"])
     out = parse_out()
     sweep = "--sweep" in sys.argv
+    user_sweep = "--user-sweep" in sys.argv
     copy = copy_bandwidth_gbs()
     rows, records, header = [], [], []
     for exclusive in [e for e in (False, True) if ("excl" if e else "incl") in scans]:
@@ -189,7 +198,7 @@ def main() -> None:
             for log2n in sizes:
                 n = 1 << log2n
                 sets = _inputs(n, dtype, buffer_sets(8 * n))
-                impls = _impls(*sets[0], exclusive, sweep, log2n)
+                impls = _impls(*sets[0], exclusive, sweep, log2n, user_sweep)
                 ref = _reference(sets[0][0], exclusive)
                 gbs, temp = {}, {}
                 for name, fn in impls.items():

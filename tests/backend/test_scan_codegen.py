@@ -308,3 +308,40 @@ def test_gpu_scan_in_a_loop():
     y = cp.zeros(256, cp.float32)
     ct.launch(None, (1,), scan_in_loop, (cp.asarray(x), y, 8))
     np.testing.assert_array_equal(cp.asnumpy(y), np.cumsum(x.reshape(8, 256), 1).sum(0))
+
+
+@ct.kernel
+def fold_scan_any_identity(a, b, oa, ob, sa, sb, N: ct.Constant[int]):
+    """(5, 3) is not affine's identity (1, 0): tilecore's fold and scan combine
+    items only, so a user operator without an identity (DeviceScan's) can pass
+    any value for a tile whose every lane is an item."""
+    ta = ct.load(a, (0,), (N,))
+    tb = ct.load(b, (0,), (N,))
+    ra, rb = ct.reduce((ta, tb), 0, affine, (5, 3), keepdims=True)
+    ct.store(oa, (0,), ra)
+    ct.store(ob, (0,), rb)
+    qa, qb = ct.scan((ta, tb), 0, affine, (5, 3))
+    ct.store(sa, (0,), qa)
+    ct.store(sb, (0,), qb)
+
+
+def _any_identity(xp, to_host, n):
+    a = RNG.integers(-3, 4, n).astype(np.int32)
+    b = RNG.integers(-1000, 1000, n).astype(np.int32)
+    outs = [xp.zeros(m, np.int32) for m in (1, 1, n, n)]
+    ct.launch(None, (1,), fold_scan_any_identity, (xp.asarray(a), xp.asarray(b), *outs, n))
+    ea, eb = _affine_ref(a[None], b[None], 1, False)
+    for got, want in zip(outs, (ea[0, -1:], eb[0, -1:], ea[0], eb[0])):
+        np.testing.assert_array_equal(to_host(got), want)
+
+
+@pytest.mark.parametrize("n", [1, 2, 64, 1024])
+def test_fold_and_scan_never_use_the_identity(n):
+    _any_identity(np, np.asarray, n)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [1, 32, 1024, 8192])
+def test_gpu_fold_and_scan_never_use_the_identity(n):
+    cp = pytest.importorskip("cupy")
+    _any_identity(cp, cp.asnumpy, n)

@@ -213,6 +213,14 @@ def tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ, HAS_EQ, EXCL, BY_K
         head = ct.zeros((1,), ct.int32)
         if EXCL:
             agg = op2(agg, x_last, KIND, OP, ACC)
+    elif not BY_KEY and not EXCL:
+        # a user operator over an unshifted tile: every lane is an item (the last
+        # tile's padding only reaches its own aggregate, which nobody reads), so
+        # the plain fold serves; its identity argument is never used (tilecore's
+        # fold and scan combine items only: frontend/scan.py, scan.cuh)
+        agg = ct.reduce(u, 0, lambda a, b: op2(a, b, KIND, OP, ACC), 0, keepdims=True)
+        ok = ct.full((1,), 1, ct.int32)
+        head = ct.zeros((1,), ct.int32)
     else:
         ok, head, agg = fold_parts(ct.where(shifted, 1, 0), hu, u, KIND, OP, ACC, BY_KEY)
         if EXCL:
