@@ -115,8 +115,11 @@ def main() -> int:
             print(f"no measured tables under {args.tables}: synthetic tables only (a model, "
                   f"not GPU measurements)")
         tables.update(synthetic_tables(args.models))
-    print_table("Tables", ["table", "algorithm", "device", "configs", "failed", "optimum"],
+    print_table("Tables (complete no: a brute force cut off, replayed over the configs it "
+                "measured)", ["table", "algorithm", "device", "configs", "complete", "failed",
+                              "optimum"],
                 [[n, t["algorithm"], t.get("device", "?"), len(t["results"]),
+                  "no" if t.get("complete") is False else "yes",
                   sum(1 for r in t["results"] if r.get("score", r.get("gbs")) is None),
                   table_optimum(t)] for n, t in tables.items()])
 
@@ -146,7 +149,8 @@ def main() -> int:
         "python": sys.version.split()[0], "optuna": optuna.__version__,
         "budget": args.budget, "seeds": args.seeds, "tolerance": args.tolerance,
         "tables": {n: {"algorithm": t["algorithm"], "device": t.get("device"),
-                       "synthetic": bool(t.get("synthetic")), "configs": len(t["results"])}
+                       "synthetic": bool(t.get("synthetic")), "configs": len(t["results"]),
+                       "complete": t.get("complete") is not False}
                    for n, t in tables.items()},
         "summary": [{**s, "median_trials": None if math.isinf(s["median_trials"])
                      else s["median_trials"]} for s in summary],
