@@ -50,6 +50,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--race-below", type=float, default=0.5,
                    help="stop timing a config once its score is surely below this (its "
                         "score is then the estimate so far; 0: time every config fully)")
+    p.add_argument("--profile", type=Path, default=None, metavar="FILE",
+                   help="profile the run (cProfile): the 30 costliest functions printed, "
+                        "the statistics written to FILE")
     p.add_argument("--interpreter", action="store_true",
                    help="run in the interpreter (a smoke test: its timings mean nothing)")
     return p
@@ -138,5 +141,21 @@ def main(argv=None) -> int:
     return 0 if complete else 3
 
 
+def profiled(argv=None) -> int:
+    """main(), under cProfile when --profile is given (where a config's seconds go:
+    compiling, planning, checking or timing)."""
+    args = _parser().parse_args(argv)
+    if args.profile is None:
+        return main(argv)
+    import cProfile
+    import pstats
+    prof = cProfile.Profile()
+    try:
+        return prof.runcall(main, argv)
+    finally:
+        prof.dump_stats(str(args.profile))
+        pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(profiled())

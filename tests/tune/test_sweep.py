@@ -382,3 +382,30 @@ def test_case_bench_fails_a_wrong_result_before_timing_it(monkeypatch):
     bench._cases[0].expected[...] += 1          # the reference no longer matches
     with bench.run(policy) as run:
         assert run.check().startswith("wrong result at 2^10")
+
+
+class SlowPool:
+    """A compile pool whose every wait takes `seconds` (and compiles nothing)."""
+
+    def __init__(self, seconds):
+        self.seconds, self.waits = seconds, 0
+
+    def wait(self, jobs, timeout):
+        self.waits += 1
+        time.sleep(self.seconds)
+        return []
+
+    def prefetch(self, jobs):
+        pass
+
+
+def test_time_waiting_for_compiles_is_not_counted_as_measuring(tmp_path, user_dir):
+    """The sweep's "measuring" share excludes the time a candidate waited for its
+    compile; that time is reported on its own (compile_wait_s)."""
+    pool = SlowPool(0.05)
+    cfg = config(tmp_path, sizes=(1 << 10,), fields=("block_threads",), trials=6)
+    result, _ = sweep(cfg, lambda w, sizes: S.CaseBench(w, sizes, timer=ModelTimer(), pool=pool))
+    assert pool.waits >= 6
+    assert result.compile_wait_s == pytest.approx(pool.waits * 0.05, rel=0.5)
+    assert result.compile_wait_s >= pool.waits * 0.05
+    assert result.bench_s + result.compile_wait_s <= result.wall_s

@@ -371,9 +371,10 @@ def _finish(args, cfg, facts: DeviceFacts, result, storage: Optional[str]) -> No
         if o.entry is None:
             print(f"{o.workload.label}: nothing written: {o.detail}")
     busy = result.bench_s / result.wall_s if result.wall_s > 0 else 0.0
+    waiting = result.compile_wait_s / result.wall_s if result.wall_s > 0 else 0.0
     trials = sum(o.trials for o in result.outcomes)
     print(f"\n{len(result.outcomes)} studies, {trials} trials, {_duration(result.wall_s)}, "
-          f"measuring {busy:.0%} of the time; tables: "
+          f"measuring {busy:.0%} of the time, waiting for compiles {waiting:.0%}; tables: "
           f"{', '.join(map(str, result.tables)) or 'none written'}")
     if storage:
         print(f"studies: {storage} (optuna-dashboard {storage})")
@@ -382,7 +383,8 @@ def _finish(args, cfg, facts: DeviceFacts, result, storage: Optional[str]) -> No
                 "size weights": ", ".join(f"{size_text(n)}: {w:.3f}"
                                           for n, w in weights(cfg.sizes).items()),
                 "trials per study": cfg.trials, "sweep time": _duration(result.wall_s),
-                "time measuring": f"{busy:.0%}", "storage": storage or "memory"}
+                "time measuring": f"{busy:.0%}", "time waiting for compiles": f"{waiting:.0%}",
+                "storage": storage or "memory"}
         report.write_markdown(args.report, result.entries, meta)
         print(f"report: {args.report}")
     if args.plot is not None:

@@ -156,6 +156,7 @@ class CaseBench:
         self.timer = timer
         self._pool = pool
         self._compile_timeout_s = compile_timeout_s
+        self.compile_wait_s = 0.0     # time run() waited for the pool's compiles
 
     def _jobs(self, policy: dict) -> list:
         from .compile_pool import CompileJob
@@ -168,7 +169,12 @@ class CaseBench:
     @contextlib.contextmanager
     def run(self, policy: dict) -> Iterator[BenchRun]:
         if self._pool is not None:
-            for r in self._pool.wait(self._jobs(policy), self._compile_timeout_s):
+            t0 = time.monotonic()
+            try:
+                results = self._pool.wait(self._jobs(policy), self._compile_timeout_s)
+            finally:
+                self.compile_wait_s += time.monotonic() - t0
+            for r in results:
                 if r.error:
                     raise RuntimeError(f"compile: {r.error}")
         with override_policy(self.workload.algorithm, **policy):
@@ -372,6 +378,7 @@ class SweepResult:
     outcomes: list[StudyOutcome] = field(default_factory=list)
     wall_s: float = 0.0
     bench_s: float = 0.0        # time spent inside the bench (measuring, checking, binding)
+    compile_wait_s: float = 0.0  # time the bench waited for candidates' compiles (not in bench_s)
 
     @property
     def entries(self) -> list[tuple[str, TunedEntry]]:
@@ -515,7 +522,9 @@ def _entry_from_json(d: dict) -> TunedEntry:
 
 class _Timed:
     """A Bench whose calls add their wall time to `spent[0]` (the sweep's
-    measure of how busy the GPU was)."""
+    measure of how busy the GPU was), less the time the bench waited for
+    compiles (its `compile_wait_s`, where it has one), which goes to
+    `spent[1]`."""
 
     def __init__(self, bench: Bench, spent: list) -> None:
         self._bench, self._spent = bench, spent
@@ -524,10 +533,13 @@ class _Timed:
     @contextlib.contextmanager
     def _clock(self) -> Iterator[None]:
         t0 = time.monotonic()
+        waited0 = getattr(self._bench, "compile_wait_s", 0.0)
         try:
             yield
         finally:
-            self._spent[0] += time.monotonic() - t0
+            waited = getattr(self._bench, "compile_wait_s", 0.0) - waited0
+            self._spent[0] += time.monotonic() - t0 - waited
+            self._spent[1] += waited
 
     @contextlib.contextmanager
     def run(self, policy: dict) -> Iterator[BenchRun]:
@@ -560,7 +572,7 @@ def run_sweep(cfg: SweepConfig, *, cc: int, bench: MakeBench, provenance: dict,
     storage = open_storage(cfg.storage)
     todo = workloads(cfg.algorithms, cfg.dtypes, cfg.ops)
     result = SweepResult()
-    spent = [0.0]
+    spent = [0.0, 0.0]
     start = time.monotonic()
     sweep_deadline = start + cfg.timeout_s if cfg.timeout_s is not None else None
     for index, w in enumerate(todo):
@@ -581,7 +593,7 @@ def run_sweep(cfg: SweepConfig, *, cc: int, bench: MakeBench, provenance: dict,
             progress.study_finished(outcome)
         result.outcomes.append(outcome)
     result.wall_s = time.monotonic() - start
-    result.bench_s = spent[0]
+    result.bench_s, result.compile_wait_s = spent
     return result
 
 
