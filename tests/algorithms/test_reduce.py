@@ -194,6 +194,24 @@ def test_arg_min_max(dtype, n):
     assert (v[0], i[0]) == (x.max(), x.argmax())
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("nan_share", [0.5, 0.95])
+def test_arg_min_max_many_nans_and_ties_across_tiles(dtype, nan_share):
+    """A block's lanes start from its first tile and take later tiles' items only
+    when strictly better: a NaN lane is replaced by a number, a tie keeps the
+    earlier index."""
+    rng = np.random.default_rng(int(nan_share * 100))
+    n = 5003
+    x = rng.integers(-3, 4, n).astype(dtype)
+    x[rng.random(n) < nan_share] = np.nan
+    v, i = np.zeros(1, dtype), np.zeros(1, np.int64)
+    for method, ref in ((R.arg_min, np.nanargmin), (R.arg_max, np.nanargmax)):
+        with small():
+            run(method, x, v, i, n)
+        k = ref(x)
+        assert (v[0], i[0]) == (x[k], k)
+
+
 def test_arg_ties_nan_and_empty():
     x = np.zeros(3001, np.float32)
     x[[2000, 500, 2999]] = -1.0

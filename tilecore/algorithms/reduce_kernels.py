@@ -156,24 +156,27 @@ def reduce_user(x, out, n, init, TILE: ct.Constant[int], ACC: ct.Constant, OP: c
 
 
 @ct.function
+def ahead(v, w, MAX):
+    """Whether value v comes strictly before w in arg_min (MAX: arg_max) order:
+    the smaller (larger) value, NaN last."""
+    if MAX:
+        better = v > w
+    else:
+        better = v < w
+    if v.dtype.is_float:
+        better = better | (ct.isnan(w) & ~ct.isnan(v))
+    return better
+
+
+@ct.function
 def before(v, i, w, j, MAX):
     """Whether (value v, index i) comes before (w, j) in arg_min (MAX: arg_max)
     order: the smaller (larger) value, NaN last, ties to the smaller index."""
     if v.dtype.is_float:
-        v_nan = ct.isnan(v)
-        w_nan = ct.isnan(w)
-        if MAX:
-            better = (v > w) | (w_nan & ~v_nan)
-        else:
-            better = (v < w) | (w_nan & ~v_nan)
-        same = (v == w) | (v_nan & w_nan)
+        same = (v == w) | (ct.isnan(v) & ct.isnan(w))
     else:
-        if MAX:
-            better = v > w
-        else:
-            better = v < w
         same = v == w
-    return better | (same & (i < j))
+    return ahead(v, w, MAX) | (same & (i < j))
 
 
 @ct.function
@@ -199,20 +202,26 @@ def arg_reduce(x, out_value, out_index, n, EMPTY: ct.Constant, TILE: ct.Constant
                ID: ct.Constant, MAX: ct.Constant[bool], FINAL: ct.Constant[bool]):
     """arg_min / arg_max of n items (first pass, or the only block when FINAL).
     Lanes keep the tile number of their best item; its index is computed once
-    at the end (in int64)."""
+    at the end (in int64). A block's lanes start from its first tile, and its
+    later tiles come later in the input, so in the loop a tie keeps the lane's
+    item: only a strictly better value is taken (no index compare per item)."""
     b = ct.bid(0)
     g = ct.num_blocks(0)
     full = n // TILE
     none = full + 1                                     # "no item yet": after every tile
-    acc = ct.full((TILE,), ID, x.dtype)
-    tile_of = ct.full((TILE,), none, none.dtype)
-    for i in range((full - b + g - 1) // g):
+    mine = (full - b + g - 1) // g
+    if mine > 0:
+        acc = ct.load(x, index=(b,), shape=(TILE,))
+        tile_of = ct.full((TILE,), b, none.dtype)
+    else:
+        acc = ct.full((TILE,), ID, x.dtype)
+        tile_of = ct.full((TILE,), none, none.dtype)
+    for i in range(1, mine):
         k = b + i * g
         t = ct.load(x, index=(k,), shape=(TILE,))
-        kt = ct.full((TILE,), k, none.dtype)
-        take = before(t, kt, acc, tile_of, MAX)
+        take = ahead(t, acc, MAX)
         acc = ct.where(take, t, acc)
-        tile_of = ct.where(take, kt, tile_of)
+        tile_of = ct.where(take, ct.full((TILE,), k, none.dtype), tile_of)
     rem = n - full * TILE
     if rem > 0:
         if b == full % g:
