@@ -87,7 +87,10 @@ def test_help_explains_every_option_and_gives_an_example(capsys):
     (["--sizes", "2^20:2^16"], "argument --sizes: expected A <= B in A:B, got '2^20:2^16'"),
     (["--sizes", "2^31"], "argument --sizes: sizes must be below 2^31"),
     (["--trials", "0"], "argument --trials: expected a positive int, got '0'"),
-    (["--timeout", "soon"], "argument --timeout: expected a positive float, got 'soon'"),
+    (["--timeout", "soon"], "argument --timeout: expected a positive number of seconds or "
+                            "'none', got 'soon'"),
+    (["--timeout", "0"], "argument --timeout: expected a positive number of seconds or "
+                         "'none', got '0'"),
     (["--device", "-1"], "argument --device: expected a CUDA device ordinal (0, 1, ...), "
                          "got '-1'"),
     (["--storage", "studies.db"], "argument --storage: expected an Optuna storage URL such as "

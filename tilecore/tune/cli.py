@@ -16,12 +16,17 @@ from pathlib import Path
 from typing import Callable, NoReturn, Optional, Sequence, TextIO
 
 __all__ = ["main", "build_parser", "probe_device", "DeviceFacts", "Unavailable",
-           "ProgressLine", "DEFAULT_DTYPES", "DEFAULT_OPS", "DEFAULT_TRIALS"]
+           "ProgressLine", "DEFAULT_DTYPES", "DEFAULT_OPS", "DEFAULT_TRIALS",
+           "DEFAULT_TIMEOUT_S"]
 
 PROG = "python -m tilecore.tune"
 DEFAULT_DTYPES = ("float32", "int32", "float64")
 DEFAULT_OPS = ("add",)
 DEFAULT_TRIALS = 40
+# the whole sweep's time limit unless --timeout says otherwise: a default run (every
+# algorithm, three dtypes: 9 studies) gives a useful result in about 10 minutes; on the
+# H100 a candidate takes 2.5-6 s to check and time at four sizes (brute_force_space.py)
+DEFAULT_TIMEOUT_S = 600.0
 EXIT_UNAVAILABLE = 2
 EXIT_INTERRUPTED = 130
 
@@ -90,6 +95,17 @@ def _positive(kind: type) -> Callable[[str], object]:
     return parse
 
 
+def _timeout(text: str) -> Optional[float]:
+    """--timeout: positive seconds, or 'none' for no limit."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        return _positive(float)(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive number of seconds or 'none', got {text!r}") from None
+
+
 def _device(text: str) -> int:
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"expected a CUDA device ordinal (0, 1, ...), got "
@@ -141,9 +157,11 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="N", help=f"candidates measured per study (default "
                                      f"{DEFAULT_TRIALS}); a space no larger is searched "
                                      f"exhaustively")
-    p.add_argument("--timeout", type=_positive(float), default=None,
-                   metavar="SECONDS", help="time limit of the whole sweep, shared by the studies "
-                                           "still to run (default: none)")
+    p.add_argument("--timeout", type=_timeout, default=DEFAULT_TIMEOUT_S,
+                   metavar="SECONDS|none",
+                   help=f"time limit of the whole sweep, shared by the studies still to run "
+                        f"(default {DEFAULT_TIMEOUT_S:g}: about 10 minutes for the default "
+                        f"sweep); 'none': every study runs its --trials")
     p.add_argument("--storage", type=_storage, default=None, metavar="URL",
                    help="Optuna storage of the studies (default sqlite:///"
                         "<TILECORE_CACHE_DIR>/tune/studies.db; in memory when the cache is off)")
