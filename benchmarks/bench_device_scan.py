@@ -16,8 +16,8 @@ copy and 10-20% above CUB.
                                            [--scans incl,excl]
 
 --user-sweep also times the user operator with other tiles at 2^27;
---excl-sweep the exclusive scans' alternative (exclusive_inverse) at every
-size.
+--excl-sweep the exclusive scans' alternatives (exclusive_pairs,
+exclusive_inverse) at every size.
 --sweep also times policy candidates through override_policy, to fill
 tuning_db/scan/sm_90.yaml: the tile (block_threads * items_per_thread), the
 look-back window (mode 2, exact operators: int32 here), the group size (mode 3,
@@ -57,10 +57,13 @@ SWEEP = [dict(_ALL),                                                  # the ship
          dict(_ALL, block_threads=512, exclusive_inverse=1),             # int32 exclusive
          dict(_ALL, mode=1, exact_mode=1, block_threads=256, blocks_per_sm=2),
          dict(_ALL, mode=1, exact_mode=1, block_threads=256, blocks_per_sm=4)]
-# exclusive scans (--excl-sweep, every size): integer sums as inclusive minus the item.
-# (Storing each result one item later from unshifted loads, tried 2026-11-27, ran at
-# 1510-1660 GB/s against 2340-2400 for the shifted load at 2^27 on the H100: removed.)
-EXCL_SWEEP = [dict(_ALL, block_threads=512, exclusive_inverse=1)]
+# exclusive scans (--excl-sweep, every size): unshifted tiles scanned as (inclusive,
+# exclusive) pairs; integer sums as inclusive minus the item. (Storing each result one
+# item later from unshifted loads, tried 2026-11-27, ran at 1510-1660 GB/s against
+# 2340-2400 for the shifted load at 2^27 on the H100: removed.)
+EXCL_SWEEP = [dict(_ALL, exclusive_pairs=1),
+              dict(_ALL, exclusive_pairs=1, block_threads=512),
+              dict(_ALL, block_threads=512, exclusive_inverse=1)]
 # tiles for the user operator (--user-sweep, at 2^27 beside the shipped user row)
 USER_SWEEP = [dict(_ALL, block_threads=512, items_per_thread=64),
               dict(_ALL, block_threads=256, items_per_thread=64),

@@ -424,6 +424,51 @@ def test_exclusive_inverse(dtype):
         np.testing.assert_array_equal(y, seq_scan(list(x), max, dtype(0), exclusive=True))
 
 
+@pytest.mark.parametrize("n", [1, 2, TILE - 1, TILE, TILE + 1, 11 * TILE + 3])
+@pytest.mark.parametrize("mode", [LOOKBACK, GROUPS], ids=["lookback", "groups"])
+def test_exclusive_pairs(mode, n):
+    """exclusive_pairs=1: an exclusive scan of a well-known operator from unshifted
+    tiles, as a scan of (inclusive, exclusive) pairs: integer sums (packed and
+    wide), min/max (float NaN included) and xor with init, in place, float sums
+    within a bound and bit-identical run to run, nothing written past num_items;
+    user operators keep the shifted load."""
+    m = dict(mode, exclusive_pairs=1)
+    for dtype in (np.int32, np.int64, np.uint8):
+        x = small_ints(dtype, n)
+        acc = np.int32 if np.dtype(dtype).itemsize < 4 else dtype
+        want = np.concatenate([[0], np.cumsum(x.astype(acc), dtype=acc)[:-1]]).astype(dtype)
+        y = np.full(n + 3, 99, dtype)
+        run(S.exclusive_sum, x, y, n, mode=m)
+        np.testing.assert_array_equal(y[:n], want)
+        np.testing.assert_array_equal(y[n:], 99)        # past num_items: untouched
+        z = x.copy()
+        run(S.exclusive_scan, z, z, "max", dtype(3), n, mode=m)   # in place
+        np.testing.assert_array_equal(z, seq_scan(list(x), max, dtype(3), exclusive=True))
+        run(S.exclusive_scan, x, y, "xor", acc(5), n, mode=m)
+        want = seq_scan([int(v) for v in x.astype(acc)], operator.xor, 5, exclusive=True)
+        np.testing.assert_array_equal(y[:n].astype(np.int64), np.array(want).astype(dtype))
+    f = RNG.standard_normal(n).astype(np.float32)
+    f[::7] = np.nan
+    y = np.zeros_like(f)
+    run(S.exclusive_scan, f, y, "min", np.float32(np.inf), n, mode=m)
+    np.testing.assert_array_equal(y, seq_scan(list(f), np.fmin, np.float32(np.inf),
+                                              exclusive=True))
+    f = RNG.standard_normal(n).astype(np.float32)
+    stored, again = np.zeros_like(f), np.zeros_like(f)
+    run(S.exclusive_sum, f, stored, n, mode=m)
+    run(S.exclusive_sum, f, again, n, mode=m)
+    ref = np.concatenate([[0], np.cumsum(f.astype(np.float64))[:-1]])
+    bound = 2 * np.log2(2 * n) * 2.0 ** -24 * np.concatenate([[0], np.cumsum(np.abs(f))[:-1]])
+    assert np.all(np.abs(stored - ref) <= bound)
+    np.testing.assert_array_equal(stored.view(np.int32), again.view(np.int32))  # deterministic
+    u = RNG.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    out = np.zeros_like(u)
+    run(S.exclusive_scan, u, out, affine, np.uint32(0x10000), n, mode=m)
+    want = seq_scan([int(v) for v in u], lambda a, b: int(affine(np.uint32(a), np.uint32(b))),
+                    0x10000, exclusive=True)
+    np.testing.assert_array_equal(out, np.array(want, np.uint32))
+
+
 @pytest.mark.parametrize("mode", [LOOKBACK, GROUPS], ids=["lookback", "groups"])
 def test_by_key_exact_and_wide(mode):
     """By-key runs through the look-back (an aggregate with a head ends a look-back

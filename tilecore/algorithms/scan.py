@@ -64,6 +64,7 @@ class _Plan:
     packed: bool            # values fit beside the flags in one status word
     mode: int               # the policy's mode for this operator (exact_mode for exact ones)
     inv: bool               # exclusive as inclusive minus the item (integer add/xor)
+    pairs: bool             # exclusive from unshifted tiles by a pair scan (known operators)
     items: int              # items per thread (the policy's, capped: see _plan)
     init_k: Any
     single: dict            # threads -> the single-pass kernel of `mode`
@@ -135,6 +136,8 @@ def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool
         mode = policy.exact_mode if exact else policy.mode
         inv = (policy.exclusive_inverse == 1 and exclusive and not by_key and mode in (MODE_LOOKBACK, MODE_GROUPS)
                and kind in ("add", "xor") and not acc.is_float)
+        pairs = (policy.exclusive_pairs == 1 and exclusive and not by_key and kind != "user"
+                 and mode in (MODE_LOOKBACK, MODE_GROUPS) and not inv)
         threads = policy.block_threads
         # an exclusive user scan's tile is shifted by one item and carries (ok, value)
         # pairs through its fold and scan (no identity for lane 0): about twice the
@@ -145,7 +148,7 @@ def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool
             items = min(items, EXCL_USER_ITEMS)
         plan = _plans[cache_key] = _Plan(
             acc, kind, op, identity(kind, acc) if kind != "user" else 0, eq, policy, target,
-            acc.itemsize <= 4, mode, inv, items, kernel_for(K.scan_init, INIT_THREADS), {},
+            acc.itemsize <= 4, mode, inv, pairs, items, kernel_for(K.scan_init, INIT_THREADS), {},
             kernel_for(K.scan_partials, threads), kernel_for(K.scan_downsweep, threads))
         if mode != MODE_REDUCE_THEN_SCAN:
             plan.kernel(threads)
@@ -301,8 +304,8 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any
     size = p.lookback_window if mode == MODE_LOOKBACK else facts["group"]
     launch(stream, (tiles,), kernel,
            (src, key_arg, y, n, init, counter, status, vals, facts["P"], tile, size, *common,
-            exclusive and not plan.inv, exclusive, plan.inv, has_init, by_key, in_place,
-            plan.packed, wide, single))
+            exclusive and not plan.inv and not plan.pairs, exclusive, plan.inv, has_init,
+            by_key, in_place, plan.packed, wide, single))
     return needed
 
 

@@ -425,6 +425,20 @@ def local_scan(u, KIND, OP, ACC):
 
 
 @ct.function
+def local_scan_exclusive(u, TILE, KIND, OP, ID, ACC):
+    """The tile's own exclusive scan (lane 0 the identity) from its unshifted
+    items, without any prefix: a scan of (inclusive, exclusive) pairs, where
+    (s1, e1) followed by (s2, e2) is (s1 (+) s2, s1 (+) e2), each item starting
+    as (u, identity). Well-known operators only (a user operator has no
+    identity); the tile is loaded as an inclusive scan's (vector loads)."""
+    _, e = ct.scan((u, ct.full((TILE,), ID, ACC)), 0,
+                   lambda s1, e1, s2, e2: (op2(s1, s2, KIND, OP, ACC),
+                                           op2(s1, e2, KIND, OP, ACC)),
+                   (ID, ID))
+    return e
+
+
+@ct.function
 def finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, HAS_INIT, INV, WIDE):
     """Store tile t of a well-known operator's scan (not by key): its local scan z
     (of the items u, shifted by one for an exclusive scan, lane 0 the identity)
@@ -525,7 +539,10 @@ def scan_lookback(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Consta
         w = ct.maximum(end - 1, 0) // WINDOW
         words = load_words(status, w, WINDOW, PACKED)   # in flight while the tile is scanned
     if KIND != "user" and not BY_KEY:
-        z = local_scan(u, KIND, OP, ACC)
+        if EXCL and not SHIFT and not INV:    # pairs: exclusive from unshifted items
+            z = local_scan_exclusive(u, TILE, KIND, OP, ID, ACC)
+        else:
+            z = local_scan(u, KIND, OP, ACC)
     if not SINGLE:
         excl = ct.full((1,), ID, ACC)
         while end > 0:
@@ -602,7 +619,10 @@ def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant
             publish_at(status, t, vals, t, flags_of(a_head), agg, ACC, PACKED)
         words = load_words(status, k, GROUP, PACKED)     # in flight while the tile is scanned
     if OVERLAP:
-        z = local_scan(u, KIND, OP, ACC)
+        if EXCL and not SHIFT and not INV:    # pairs: exclusive from unshifted items
+            z = local_scan_exclusive(u, TILE, KIND, OP, ID, ACC)
+        else:
+            z = local_scan(u, KIND, OP, ACC)
     if not SINGLE:
         gwords = load_words(status, P // GROUPS, GROUPS, PACKED)
         lane = ct.arange(GROUP, dtype=ct.int32)

@@ -38,6 +38,7 @@ class ScanPolicy:
     small_items: int = 0                # num_items <= this: small_block_threads per tile
     small_block_threads: int = 256
     exclusive_inverse: int = 0          # modes 2/3: exclusive integer add/xor as incl. - item
+    exclusive_pairs: int = 0            # modes 2/3: exclusive well-known op as a pair scan
     source: str = "built-in"
 
     @property
@@ -60,7 +61,7 @@ def _items(key: dict, bytes_per_thread: int) -> int:
 
 
 _COMMON = dict(exact_mode=MODE_LOOKBACK, lookback_window=16, group_tiles=32, small_items=0,
-               small_block_threads=256, exclusive_inverse=0)
+               small_block_threads=256, exclusive_inverse=0, exclusive_pairs=0)
 
 
 def _sm70(key: dict) -> dict:

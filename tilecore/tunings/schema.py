@@ -174,6 +174,14 @@ def _scan_exclusive_inverse(key: dict, p: dict) -> bool:
             and not key["by_key"] and _scan_mode(key, p) in (2, 3))
 
 
+def _scan_exclusive_pairs(key: dict, p: dict) -> bool:
+    """exclusive_pairs changes exclusive scans of well-known operators, not by key,
+    in modes 2 and 3, except those exclusive_inverse already loads unshifted
+    (algorithms/scan.py `_plan`)."""
+    return (key["op"] != "user" and not key["by_key"] and _scan_mode(key, p) in (2, 3)
+            and not (_scan_exclusive_inverse(key, p) and p["exclusive_inverse"] == 1))
+
+
 def _segmented_long(key: dict, p: dict) -> bool:
     """The long kernel and the rows kernel's waves serve well-known operators only
     (not 'arg', not 'user': algorithms/segmented_reduce.py, kind 'known')."""
@@ -242,6 +250,11 @@ SCAN = AlgorithmSchema(
               "exact; it keeps items and sums live at once (2x the registers); 0: load the "
               "tile shifted by one item",
               applies=_scan_exclusive_inverse),
+        Param("exclusive_pairs", 0, 1, False,
+              "modes 2 and 3: 1: an exclusive scan of a well-known operator (not by key) "
+              "loads its tile unshifted (vector loads) and scans (inclusive, exclusive) "
+              "pairs; 0: load the tile shifted by one item (gathers)",
+              applies=_scan_exclusive_pairs),
         Param("small_items", 0, 1 << 31, False,
               "inputs of at most this many items use small_block_threads threads per block "
               "(a smaller tile, for more tiles than SMs); 0: never",
