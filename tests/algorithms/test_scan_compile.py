@@ -3,6 +3,8 @@
 packed and wide status, 64-bit offsets from 2**31 items) compile under NVRTC
 without spilling. Launches are captured instead of run; broadcast views stand
 for arrays larger than the small-input threshold."""
+import re
+
 import numpy as np
 import pytest
 
@@ -127,3 +129,21 @@ def test_64bit_offsets_compile(monkeypatch):
     calls = captured(monkeypatch, S.exclusive_sum, x, y, n)
     kernel, args = calls[-1]
     assert "long long" in ct.compile(kernel, args, arch="sm_90").source
+
+
+@pytest.mark.interpreter_only
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8])
+def test_in_place_kernel_has_the_out_of_place_layout(monkeypatch, dtype):
+    """In place the kernel reads d_out, with a stand-in of d_in's dtype in d_in's
+    place: the same vector width, so the same tile layout and vector loads (and
+    for floats the same association) as out of place."""
+    n = (1 << 20) + 3
+    x = np.zeros(n, dtype)
+    sources = []
+    for out in (np.zeros(n, dtype), x):
+        kernel, args = captured(monkeypatch, S.inclusive_sum, x, out, n)[-1]
+        sources.append(ct.compile(kernel, args, arch="sm_90").source)
+    scans = [re.findall(r"tc::tile_scan<[^>]*>", s) for s in sources]
+    vectors = [re.findall(r"tc::Vec<[^>]*>", s) for s in sources]
+    assert scans[0] and scans[0] == scans[1]
+    assert vectors[0] and vectors[0] == vectors[1]

@@ -179,3 +179,15 @@ def test_torch_tensors_and_cumsum():
     got = cumsum(x)
     assert got.dtype == torch.int64 and got.device == x.device
     assert torch.equal(got, torch.cumsum(x.reshape(-1), 0))
+
+
+@pytest.mark.parametrize("method", [S.inclusive_sum, S.exclusive_sum])
+def test_float_in_place_has_the_out_of_place_bits(cp, method):
+    """In place, the kernel reads d_out through a stand-in of d_in's dtype, so its
+    tile layout and its association are the out-of-place kernel's: the same bits."""
+    n = 300_007
+    x = cp.asarray((np.random.default_rng(1).standard_normal(n) * 10).astype(np.float32))
+    y = cp.zeros_like(x)
+    run(cp, method, x, y, n)
+    run(cp, method, x, x, n)
+    assert bool(cp.array_equal(x.view(cp.int32), y.view(cp.int32)))

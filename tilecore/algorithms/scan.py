@@ -54,6 +54,7 @@ def exact_operator(kind: str, acc: DType) -> bool:
 
 @dataclass(frozen=True)
 class _Plan:
+    in_dtype: DType         # d_in's dtype
     acc: DType
     kind: str               # well-known operator name, or "user"
     op: Any                 # the user function (None for a well-known operator)
@@ -111,7 +112,9 @@ class _Plan:
             layout.slot(0).alias(D.int64, words)
             layout.slot(1).alias(self.acc, 1 if self.packed else values)
         layout.slot(2).alias(D.int64 if tiles >= _WIDE else D.int32, 1)   # ticket counter
-        layout.slot(3).alias(D.int8, 16)                                    # a read-only stand-in
+        # a read-only stand-in for d_in in place, of its dtype: the kernel's vector
+        # width (so its tile layout and its float association) is the out-of-place one's
+        layout.slot(3).alias(self.in_dtype, max(1, 16 // self.in_dtype.itemsize))
         return layout, facts
 
 
@@ -147,7 +150,7 @@ def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool
         if kind == "user" and exclusive and not by_key:
             items = min(items, EXCL_USER_ITEMS)
         plan = _plans[cache_key] = _Plan(
-            acc, kind, op, identity(kind, acc) if kind != "user" else 0, eq, policy, target,
+            in_dtype, acc, kind, op, identity(kind, acc) if kind != "user" else 0, eq, policy, target,
             acc.itemsize <= 4, mode, inv, pairs, items, kernel_for(K.scan_init, INIT_THREADS), {},
             kernel_for(K.scan_partials, threads), kernel_for(K.scan_downsweep, threads))
         if mode != MODE_REDUCE_THEN_SCAN:

@@ -39,13 +39,21 @@ class _TileAccess:
                 self.ctx.line(f"const long long o{k} = (long long){index} * {self.steps[k]};")
 
     def vector_width(self) -> int:
-        """Elements per vector access (1: scalar accesses only)."""
+        """Elements per vector access (1: scalar accesses only): the largest
+        part of a chunk (V elements, a power of two) that is a 4-, 8- or 16-byte
+        access lying within one row. A chunk wider than 16 bytes (the kernel's
+        vector width set by a narrower array, e.g. 8 floats beside int8 data)
+        takes several 16-byte accesses."""
         lay, arr, ndim = self.layout, self.arr, len(self.shape)
+        if not (arr.aligned16 and arr.unit_stride and self.order[-1] == ndim - 1):
+            return 1
         v = lay.vec
-        ok = (v > 1 and arr.aligned16 and arr.unit_stride and self.order[-1] == ndim - 1
-              and self.shape[-1] % v == 0 and self.steps[-1] % v == 0
-              and v * arr.dtype.itemsize in (4, 8, 16))
-        return v if ok else 1
+        while v > 1:
+            if self.shape[-1] % v == 0 and self.steps[-1] % v == 0 and \
+                    v * arr.dtype.itemsize in (4, 8, 16):
+                return v
+            v //= 2
+        return 1
 
     def coords(self, e: str, extra_last: str = "") -> list[str]:
         """Coordinate per tile axis of element e (plus `extra_last` on the last axis)."""
