@@ -134,8 +134,13 @@ def main(argv=None) -> int:
     save(done, complete)
     ok = sorted((ev for ev in done.values() if ev.score is not None),
                 key=lambda ev: -ev.score)
+    timer = bench.timer
+    throttled = (f"; {timer.throttled_samples} samples throttled (discarded), "
+                 f"{timer.recovery_s:.0f} s of recovery pauses"
+                 if hasattr(timer, "throttled_samples") else "")
     print(f"{'complete' if complete else 'incomplete'}: {args.table}, "
-          f"{time.monotonic() - start:.0f} s; best:")
+          f"{time.monotonic() - start:.0f} s, {bench.compile_wait_s:.0f} s waiting for "
+          f"compiles{throttled}; best:")
     for ev in ok[:8]:
         print(f"  {ev.score:.4f}  {ev.config}")
     return 0 if complete else 3

@@ -409,3 +409,14 @@ def test_time_waiting_for_compiles_is_not_counted_as_measuring(tmp_path, user_di
     assert result.compile_wait_s == pytest.approx(pool.waits * 0.05, rel=0.5)
     assert result.compile_wait_s >= pool.waits * 0.05
     assert result.bench_s + result.compile_wait_s <= result.wall_s
+
+
+class ThrottlingTimer(ModelTimer):
+    """ModelTimer that has counted some throttled samples, as GpuTimer does."""
+    throttled_samples = 7
+
+
+def test_throttled_samples_are_counted_over_the_studies(tmp_path, user_dir):
+    cfg = config(tmp_path, sizes=(1 << 10,), fields=("block_threads",), trials=3)
+    result, _ = sweep(cfg, lambda w, sizes: S.CaseBench(w, sizes, timer=ThrottlingTimer()))
+    assert result.throttled_samples == 7 * len(result.outcomes)

@@ -394,6 +394,9 @@ def _finish(args, cfg, facts: DeviceFacts, result, storage: Optional[str]) -> No
     print(f"\n{len(result.outcomes)} studies, {trials} trials, {_duration(result.wall_s)}, "
           f"measuring {busy:.0%} of the time, waiting for compiles {waiting:.0%}; tables: "
           f"{', '.join(map(str, result.tables)) or 'none written'}")
+    if result.throttled_samples:
+        print(f"{result.throttled_samples} timing samples were taken while NVML reported the "
+              f"SM clock throttled, and discarded (each followed by a 50 ms pause)")
     if storage:
         print(f"studies: {storage} (optuna-dashboard {storage})")
     if args.report is not None:

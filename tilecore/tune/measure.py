@@ -175,6 +175,8 @@ class GpuTimer:
             bus_id = cupy.cuda.runtime.deviceGetPCIBusId(self._device.id)
             self._nvml = nvml.device(self._device.id, pci_bus_id=bus_id)
         self._last_throttled = ""
+        self.throttled_samples = 0    # samples taken while throttled (then discarded)
+        self.recovery_s = 0.0         # time slept after them
 
     def _spin(self, ms: float) -> None:
         kernel = _SPIN_KERNELS.get(self._device.id)
@@ -211,6 +213,8 @@ class GpuTimer:
                     continue
                 self._last_throttled = before or self._throttling()
                 if self._last_throttled:
+                    self.throttled_samples += 1
+                    self.recovery_s += _THROTTLE_RECOVERY_S
                     time.sleep(_THROTTLE_RECOVERY_S)
                 return float(self._cp.cuda.get_elapsed_time(self._start, self._end))
 

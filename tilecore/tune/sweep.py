@@ -379,6 +379,7 @@ class SweepResult:
     wall_s: float = 0.0
     bench_s: float = 0.0        # time spent inside the bench (measuring, checking, binding)
     compile_wait_s: float = 0.0  # time the bench waited for candidates' compiles (not in bench_s)
+    throttled_samples: int = 0  # timing samples discarded as throttled (NVML), GpuTimer only
 
     @property
     def entries(self) -> list[tuple[str, TunedEntry]]:
@@ -524,7 +525,7 @@ class _Timed:
     """A Bench whose calls add their wall time to `spent[0]` (the sweep's
     measure of how busy the GPU was), less the time the bench waited for
     compiles (its `compile_wait_s`, where it has one), which goes to
-    `spent[1]`."""
+    `spent[1]`; on close, its timer's throttled samples go to `spent[2]`."""
 
     def __init__(self, bench: Bench, spent: list) -> None:
         self._bench, self._spent = bench, spent
@@ -555,6 +556,7 @@ class _Timed:
         self._bench.prefetch(policies)
 
     def close(self) -> None:
+        self._spent[2] += getattr(getattr(self._bench, "timer", None), "throttled_samples", 0)
         self._bench.close()
 
 
@@ -572,7 +574,7 @@ def run_sweep(cfg: SweepConfig, *, cc: int, bench: MakeBench, provenance: dict,
     storage = open_storage(cfg.storage)
     todo = workloads(cfg.algorithms, cfg.dtypes, cfg.ops)
     result = SweepResult()
-    spent = [0.0, 0.0]
+    spent = [0.0, 0.0, 0]
     start = time.monotonic()
     sweep_deadline = start + cfg.timeout_s if cfg.timeout_s is not None else None
     for index, w in enumerate(todo):
@@ -593,7 +595,7 @@ def run_sweep(cfg: SweepConfig, *, cc: int, bench: MakeBench, provenance: dict,
             progress.study_finished(outcome)
         result.outcomes.append(outcome)
     result.wall_s = time.monotonic() - start
-    result.bench_s, result.compile_wait_s = spent
+    result.bench_s, result.compile_wait_s, result.throttled_samples = spent
     return result
 
 
