@@ -354,8 +354,7 @@ def test_policy_tables_and_overrides():
     assert f90.threads_for(1 << 24) == 128 and f90.threads_for((1 << 24) + 1) == 512
     assert "sm_80.yaml" in select_scan_policy(86, key).source
     assert select_scan_policy(70, key).source == "built-in"
-    assert select_scan_policy(120, {**key, "op": "user"}).tile_items == 32768   # float row
-    assert select_scan_policy(120, {**key, "op": "user", "accum": "int32"}).tile_items == 16384
+    assert select_scan_policy(120, {**key, "op": "user"}).tile_items == 32768
     with pytest.raises(TuningError, match="'mode': expected a value in 0..3, got 4"):
         with override_policy("scan", mode=4):
             pass

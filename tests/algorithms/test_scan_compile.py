@@ -59,7 +59,11 @@ CASES = {
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("case", list(CASES))
 def test_default_policy_kernels_compile(monkeypatch, arch, case):
+    """(User operators: after the GPU's step-down from a spilling tile, `_fit`.)"""
+    from tilecore.algorithms import scan as SC
     monkeypatch.setenv("TILECORE_ARCH", arch)              # the interpreter takes arch's policy
+    fits = SC._Plan.fits
+    monkeypatch.setattr(SC._Plan, "fits", lambda self, host: fits(self, False))
     calls = captured(monkeypatch, *CASES[case]())
     assert len(calls) == 2                                  # status init, the single pass
     for kernel, args in calls:
@@ -147,3 +151,40 @@ def test_in_place_kernel_has_the_out_of_place_layout(monkeypatch, dtype):
     vectors = [re.findall(r"tc::Vec<[^>]*>", s) for s in sources]
     assert scans[0] and scans[0] == scans[1]
     assert vectors[0] and vectors[0] == vectors[1]
+
+
+@pytest.mark.interpreter_only
+@pytest.mark.parametrize("method, extra, want_items", [
+    (S.inclusive_scan, (), 32),                       # 64 spills 640 bytes
+    (S.exclusive_scan, (np.uint32(1 << 16),), 16),    # capped at 32, which spills 8
+])
+def test_a_spilling_user_operator_steps_down_its_tile(monkeypatch, method, extra, want_items):
+    """On a GPU a user operator's single-pass kernel is compiled once before its
+    first launch and, while it spills, runs fewer items per thread (the size
+    query covers the smallest step). Shown with NVRTC for sm_90 deciding and
+    the interpreter running the chosen tile (fitting enabled for it here), the
+    16-bit affine composition at a 512 x 64 policy."""
+    from tilecore.algorithms import scan as SC
+    monkeypatch.setenv("TILECORE_ARCH", "sm_90")
+    fits = SC._Plan.fits
+    monkeypatch.setattr(SC._Plan, "fits", lambda self, host: fits(self, False))
+    launched, launch = [], ct.launch
+    monkeypatch.setattr(ct, "launch", lambda *a: (launched.append(a[3]), launch(*a)))
+    n = 3 * 512 * want_items + 5
+    x = np.random.default_rng(3).integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    y = np.zeros_like(x)
+    with override_policy("scan", block_threads=512, items_per_thread=64, small_items=0,
+                         mode=3):
+        nbytes = method(None, x, y, affine, *extra, n)
+        plan = list(SC._plans.values())[-1]                # the plan this call made
+        assert plan.kind == "user" and nbytes == plan.layout(n, SC.FIT_MIN_ITEMS)[0].size()
+        method(np.zeros(nbytes, np.uint8), x, y, affine, *extra, n)
+    assert launched[-1][9] == 512 * want_items            # TILE of the single-pass kernel
+    acc, want = (int(extra[0]) if extra else None), []
+    for v in x.tolist():
+        if extra:
+            want.append(acc)
+        acc = v if acc is None else int(affine(np.uint32(acc), np.uint32(v)))
+        if not extra:
+            want.append(acc)
+    np.testing.assert_array_equal(y, np.array(want, np.uint32))

@@ -23,7 +23,7 @@ from ..dispatch import overrides
 from ..dispatch.scan_policy import (MODE_FENWICK, MODE_GROUPS, MODE_LOOKBACK,
                                     MODE_REDUCE_THEN_SCAN, ScanPolicy, select_scan_policy)
 from ..dispatch.target import Target
-from ..dispatch.temp_storage import Layout
+from ..dispatch.temp_storage import Layout, check_size
 from ..language import dtypes as D
 from ..language.dtypes import DType
 from ..tunings import lookup as tuning_lookup
@@ -69,6 +69,7 @@ class _Plan:
     items: int              # items per thread (the policy's, capped: see _plan)
     init_k: Any
     single: dict            # threads -> the single-pass kernel of `mode`
+    fitted: dict            # user operators on a GPU: (threads, ...) -> items that do not spill
     partials: Any
     downsweep: Any
 
@@ -80,11 +81,12 @@ class _Plan:
             k = self.single[threads] = kernel_for(fn, threads)
         return k
 
-    def layout(self, n: int) -> tuple[Layout, dict]:
-        """The temporary-storage layout for n items and the launch facts."""
+    def layout(self, n: int, items: Optional[int] = None) -> tuple[Layout, dict]:
+        """The temporary-storage layout for n items (`items` per thread, default
+        the plan's) and the launch facts."""
         p = self.policy
         threads = p.threads_for(n)
-        tile = threads * self.items
+        tile = threads * (items or self.items)
         tiles = -(-n // tile)
         layout = Layout(4)
         facts = {"tiles": tiles, "tile": tile, "threads": threads}
@@ -117,6 +119,17 @@ class _Plan:
         layout.slot(3).alias(self.in_dtype, max(1, 16 // self.in_dtype.itemsize))
         return layout, facts
 
+    def fits(self, host: bool) -> tuple[int, ...]:
+        """The items per thread a user operator's single-pass kernel may step down
+        to when it spills (on a GPU: see _fit), largest first; else the plan's."""
+        if host or self.kind != "user" or self.mode == MODE_REDUCE_THEN_SCAN:
+            return (self.items,)
+        out, items = [], self.items
+        while items >= FIT_MIN_ITEMS or not out:
+            out.append(items)
+            items //= 2
+        return tuple(out)
+
 
 
 
@@ -124,6 +137,8 @@ _plans: dict[tuple, _Plan] = {}
 # items per thread of an exclusive user scan at most: float32 `a + b` at 512 x 64 spills
 # 552 bytes under NVRTC 13.0 for sm_90 (inclusive: none), at 512 x 32 none
 EXCL_USER_ITEMS = 32
+# a user operator's tile steps down to no fewer items per thread than this when it spills
+FIT_MIN_ITEMS = 8
 
 
 def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool, wide: bool,
@@ -151,7 +166,7 @@ def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool
             items = min(items, EXCL_USER_ITEMS)
         plan = _plans[cache_key] = _Plan(
             in_dtype, acc, kind, op, identity(kind, acc) if kind != "user" else 0, eq, policy, target,
-            acc.itemsize <= 4, mode, inv, pairs, items, kernel_for(K.scan_init, INIT_THREADS), {},
+            acc.itemsize <= 4, mode, inv, pairs, items, kernel_for(K.scan_init, INIT_THREADS), {}, {},
             kernel_for(K.scan_partials, threads), kernel_for(K.scan_downsweep, threads))
         if mode != MODE_REDUCE_THEN_SCAN:
             plan.kernel(threads)
@@ -262,20 +277,64 @@ def _scan(temp_storage, d_keys, d_in, d_out, op, init, num_items, stream, *, rul
 
 def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any, keys: Any,
          y: Any, init: Any, exclusive: bool, has_init: bool, in_place: bool) -> int:
-    layout, facts = plan.layout(n)
-    needed = layout.size()
+    fits = plan.fits(host)
+    # sized for the smallest tile a spilling user operator may step down to (the most
+    # tiles: the largest layout)
+    needed = plan.layout(n, fits[-1])[0].size()
     if temp_storage is None:
         return needed
     buf = temp_buffer(temp_storage, host)
-    layout.map_to_buffer(buf.nbytes)
+    check_size(needed, buf.nbytes, "temp_storage")
     if n == 0:
         return needed
+    if len(fits) > 1:
+        return _fit(plan, fits, buf, needed, stream, n, x, keys, y, init, exclusive,
+                    has_init, in_place)
+    _launch(plan, plan.items, buf, stream if not host else None, n, x, keys, y, init,
+            exclusive, has_init, in_place, ct.launch)
+    return needed
+
+
+def _fit(plan: _Plan, fits: tuple[int, ...], buf: Any, needed: int, stream: Any, n: int,
+         x: Any, keys: Any, y: Any, init: Any, exclusive: bool, has_init: bool,
+         in_place: bool) -> int:
+    """Launch a user operator's scan with the most items per thread (of `fits`)
+    whose single-pass kernel does not spill on this GPU: the tuning key says
+    "user" whatever the function costs, so its row is set for a light one.
+    The kernel is compiled once per specialization to find out (the launch
+    then finds it in the cache); the choice is kept per plan."""
+    threads = plan.policy.threads_for(n)
+    key = (threads, n >= _WIDE, -(-n // (threads * fits[0])) == 1, in_place,
+           plan.layout(n)[1].get("group"))
+    items = plan.fitted.get(key)
+    if items is None:
+        from ..runtime import get_device
+        from .. import config
+        arch = config.arch() or get_device(plan.target.device_id).arch
+        for items in fits:
+            spilled = []
+            _launch(plan, items, buf, stream, n, x, keys, y, init, exclusive, has_init,
+                    in_place, lambda s, g, kernel, args: spilled.append(
+                        kernel is plan.kernel(threads)
+                        and ct.compile(kernel, args, arch=arch).stack_bytes > 0))
+            if not any(spilled):
+                break
+        plan.fitted[key] = items
+    _launch(plan, items, buf, stream, n, x, keys, y, init, exclusive, has_init, in_place,
+            ct.launch)
+    return needed
+
+
+def _launch(plan: _Plan, items: int, buf: Any, stream: Any, n: int, x: Any, keys: Any, y: Any,
+            init: Any, exclusive: bool, has_init: bool, in_place: bool, launch: Any) -> None:
+    """The launches of one scan of n > 0 items with `items` per thread, through
+    `launch` (tilecore.launch, or a stand-in that compiles instead)."""
+    layout, facts = plan.layout(n, items)
+    layout.map_to_buffer(buf.nbytes)
     status = buf.view(layout.slot(0).aliases[0])
     vals = buf.view(layout.slot(1).aliases[0])
     counter = buf.view(layout.slot(2).aliases[0])
     stand_in = buf.view(layout.slot(3).aliases[0])
-    if host:
-        stream = None
     by_key = keys is not None
     src = stand_in if in_place else x
     key_arg = keys if by_key else (stand_in if in_place else x)
@@ -283,7 +342,6 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any
     tiles = facts["tiles"]
     wide = n >= _WIDE
     common = (plan.acc, plan.kind, plan.op, plan.ident, plan.eq, plan.eq is not None)
-    launch = ct.launch
     mode = plan.mode
     if mode == MODE_REDUCE_THEN_SCAN:
         per, grid, gt = facts["per"], facts["grid"], facts["gt"]
@@ -292,7 +350,7 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any
         launch(stream, (grid,), plan.downsweep,
                (src, key_arg, y, n, init, status, vals, tile, per, gt, *common, exclusive,
                 has_init, by_key, in_place, wide))
-        return needed
+        return
     single = tiles == 1
     if not single:
         launch(stream, (status.shape[0] // INIT_TILE,), plan.init_k, (counter, status, INIT_TILE))
@@ -302,14 +360,13 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any
         launch(stream, (tiles,), kernel,
                (src, key_arg, y, n, init, counter, status, vals, tile, *common, exclusive,
                 has_init, by_key, in_place, plan.packed, bits, wide, single))
-        return needed
+        return
     p = plan.policy
     size = p.lookback_window if mode == MODE_LOOKBACK else facts["group"]
     launch(stream, (tiles,), kernel,
            (src, key_arg, y, n, init, counter, status, vals, facts["P"], tile, size, *common,
             exclusive and not plan.inv and not plan.pairs, exclusive, plan.inv, has_init,
             by_key, in_place, plan.packed, wide, single))
-    return needed
 
 
 class DeviceScan:
