@@ -11,9 +11,10 @@ TILE = 4096
 
 @ct.kernel
 def scale_by_codes(codes, x, y, T: ct.Constant[int]):
-    """y = x * codes, a tile at a time (codes int8, x and y float32)."""
-    c = ct.load(codes, (ct.bid(0),), (T,))
-    v = ct.load(x, (ct.bid(0),), (T,))
+    """y = x * codes, a tile at a time (codes int8, x and y float32; the last
+    tile may be partial)."""
+    c = ct.load(codes, (ct.bid(0),), (T,), padding_mode=ct.PaddingMode.ZERO)
+    v = ct.load(x, (ct.bid(0),), (T,), padding_mode=ct.PaddingMode.ZERO)
     ct.store(y, (ct.bid(0),), v * ct.astype(c, ct.float32))
 
 
@@ -32,17 +33,23 @@ def test_wide_arrays_keep_16_byte_vectors_beside_int8(arch):
     assert "arg1[c0]" not in src.split("else")[0]       # no item-by-item float load up front
 
 
-def test_result_in_the_interpreter():
-    codes, x = _inputs(3 * TILE)
+@pytest.mark.parametrize("n", [3 * TILE, 3 * TILE - 5, 2 * TILE + 1])
+def test_result_in_the_interpreter(n):
+    codes, x = _inputs(n)
     y = np.zeros_like(x)
-    ct.launch(None, (3,), scale_by_codes, (codes, x, y, TILE))
+    ct.launch(None, (ct.cdiv(n, TILE),), scale_by_codes, (codes, x, y, TILE))
     np.testing.assert_array_equal(y, x * codes.astype(np.float32))
 
 
 @pytest.mark.gpu
-def test_result_on_the_gpu():
+@pytest.mark.parametrize("n", [3 * TILE, 3 * TILE - 5, 2 * TILE + 1])
+def test_result_on_the_gpu(n):
+    """Whole tiles take the 16-byte vectors; a partial last tile, vectors while
+    they are inside the arrays, then items."""
     cp = pytest.importorskip("cupy")
-    codes, x = _inputs(3 * TILE)
-    y = cp.zeros(x.shape, cp.float32)
-    ct.launch(None, (3,), scale_by_codes, (cp.asarray(codes), cp.asarray(x), y, TILE))
+    codes, x = _inputs(n)
+    y = cp.full(n + 7, -1, cp.float32)[:n]
+    ct.launch(None, (ct.cdiv(n, TILE),), scale_by_codes, (cp.asarray(codes), cp.asarray(x), y,
+                                                          TILE))
     np.testing.assert_array_equal(cp.asnumpy(y), x * codes.astype(np.float32))
+    assert bool((y.base[n:] == -1).all())              # nothing written past the end
