@@ -164,9 +164,10 @@ def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool
         items = policy.items_per_thread
         if kind == "user" and exclusive and not by_key:
             items = min(items, EXCL_USER_ITEMS)
+        ident = identity(kind, acc) if kind != "user" else 0
         plan = _plans[cache_key] = _Plan(
-            in_dtype, acc, kind, op, identity(kind, acc) if kind != "user" else 0, eq, policy, target,
-            acc.itemsize <= 4, mode, inv, pairs, items, kernel_for(K.scan_init, INIT_THREADS), {}, {},
+            in_dtype, acc, kind, op, ident, eq, policy, target, acc.itemsize <= 4, mode, inv,
+            pairs, items, kernel_for(K.scan_init, INIT_THREADS), {}, {},
             kernel_for(K.scan_partials, threads), kernel_for(K.scan_downsweep, threads))
         if mode != MODE_REDUCE_THEN_SCAN:
             plan.kernel(threads)
