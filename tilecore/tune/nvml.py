@@ -12,6 +12,13 @@ sample taken under them says more about the GPU's state than about the kernel:
 - ``hw_thermal``        0x040  hardware thermal slowdown
 - ``hw_power_brake``    0x080  external power brake (clocks cut by 2x or more)
 
+The hardware reasons (HARD_REASONS) always make a sample throttled. Under the
+software ones the driver trims the clock a little at a time, as it does under
+any sustained memory-bound load on an H100 at its power limit: such a sample is
+throttled only when the SM clock is below SOFT_CLOCK_FLOOR (75%) of its maximum,
+so that steady power capping, which every sample shares, does not discard them
+all (with a 50 ms pause each).
+
 Not throttling: ``gpu_idle`` (0x001, set between kernels: nothing is running),
 ``applications_clocks`` (0x002, clocks the administrator chose), ``sync_boost``
 (0x010), ``display_clocks`` (0x100), and the newer ``board_limit`` (0x200) and
@@ -31,8 +38,8 @@ import ctypes
 import threading
 from typing import Optional
 
-__all__ = ["REASON_NAMES", "THROTTLE_REASONS", "Device", "device", "available",
-           "unavailable_reason", "reason_names"]
+__all__ = ["REASON_NAMES", "THROTTLE_REASONS", "HARD_REASONS", "SOFT_CLOCK_FLOOR", "Device",
+           "device", "available", "unavailable_reason", "reason_names"]
 
 REASON_NAMES: dict[int, str] = {
     0x001: "gpu_idle",
@@ -49,6 +56,13 @@ REASON_NAMES: dict[int, str] = {
 }
 
 THROTTLE_REASONS = 0x004 | 0x008 | 0x020 | 0x040 | 0x080
+# the reasons that cut the clock by 2x or more: a sample under them is always throttled
+HARD_REASONS = 0x008 | 0x040 | 0x080
+# under the software ones (power cap, thermal) the driver trims the clock a little at a
+# time, as it does for any sustained memory-bound load: a sample counts as throttled
+# only when the SM clock is below this share of its maximum (NVBench likewise measures
+# the clock over a sample and discards it below a share of the default clock)
+SOFT_CLOCK_FLOOR = 0.75
 
 _LIBRARY = "libnvidia-ml.so.1"
 _CLOCK_SM = 1            # nvmlClockType_t NVML_CLOCK_SM
@@ -137,11 +151,19 @@ class Device:
 
     def throttling(self) -> str:
         """The throttling reasons in force now, comma-separated ("" when none, or
-        when NVML cannot tell)."""
-        mask = self.clock_event_reasons()
+        when NVML cannot tell): any of HARD_REASONS, or a software reason
+        while the SM clock is below SOFT_CLOCK_FLOOR of its maximum (or the
+        clock cannot be read)."""
+        mask = (self.clock_event_reasons() or 0) & THROTTLE_REASONS
         if not mask:
             return ""
-        return ",".join(reason_names(mask & THROTTLE_REASONS))
+        if not mask & HARD_REASONS:
+            clock, top = self.sm_clock_mhz(), self.max_sm_clock_mhz()
+            if clock is not None and top and clock >= SOFT_CLOCK_FLOOR * top:
+                return ""
+            where = f" (SM clock {clock} of {top} MHz)" if clock is not None else ""
+            return ",".join(reason_names(mask)) + where
+        return ",".join(reason_names(mask))
 
 
 def device(index: int = 0, pci_bus_id: Optional[str] = None) -> Optional[Device]:
