@@ -75,7 +75,10 @@ def _previous(path: Path, space) -> dict[tuple, Evaluation]:
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    w = Workload(args.algorithm, args.dtype, args.op)
+    try:
+        w = Workload(args.algorithm, args.dtype, args.op)
+    except ValueError as e:
+        raise SystemExit(f"brute_force_space.py: {e}") from None
     if args.interpreter:
         device, cc, pool = None, 90, None
         prov = environment_provenance(None, cc)
@@ -86,7 +89,10 @@ def main(argv=None) -> int:
         device, cc, prov = 0, facts.cc, facts.provenance
         pool = CompilePool(f"sm_{cc}", facts.sm_count, default_workers())
     base = current_policy(w.algorithm, cc, w.key)
-    space = space_for(w.algorithm, w.key, base, fields=tuple(args.fields.split(",")))
+    try:
+        space = space_for(w.algorithm, w.key, base, fields=tuple(args.fields.split(",")))
+    except ValueError as e:
+        raise SystemExit(f"brute_force_space.py: {e}") from None
     configs = list(space.configs())
     done = _previous(args.table, space)
     todo = [c for c in configs if space.canonical(c) not in done]

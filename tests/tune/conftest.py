@@ -1,7 +1,15 @@
-"""Fixtures of the tuner's tests."""
+"""Fixtures of the tuner's tests; makes `tune_helpers` importable under
+`--import-mode=importlib`, which does not put test folders on sys.path."""
+import sys
+from pathlib import Path
+
 import pytest
 
 from tilecore.tunings import TUNING_DIR_ENV, clear_cache
+
+_HERE = str(Path(__file__).resolve().parent)
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
 
 
 @pytest.fixture

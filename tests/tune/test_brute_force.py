@@ -63,3 +63,15 @@ def test_another_space_in_the_file_is_refused(script, tmp_path, user_dir):
              "--sizes", "2^10", "--table", str(table), "--interpreter"]
     with pytest.raises(SystemExit, match="holds another space"):
         script.main(other)
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--fields", "block_threads,tile", "unknown reduce fields ['tile']"),
+    ("--algorithm", "sort", 'Invalid argument "algorithm"'),
+])
+def test_a_bad_argument_is_a_one_line_error(script, tmp_path, flag, value, message):
+    args = argv(tmp_path / "t.json")
+    args[args.index(flag) + 1] = value
+    with pytest.raises(SystemExit, match=message.replace("[", r"\[").replace("]", r"\]")):
+        script.main(args)
+    assert not (tmp_path / "t.json").exists()

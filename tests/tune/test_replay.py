@@ -17,15 +17,11 @@ from tilecore.tune.replay import (SYNTHETIC_DEVICE, TableSpace, load_table, repl
 from tilecore.tune.strategies import Evaluation
 from tilecore.tune.space import space_for
 
+from tune_helpers import SCAN_KEY, SCAN_BASE
+
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 ROOT = Path(__file__).resolve().parents[2]
-SCAN_KEY = {"value_size": 4, "accum": "float32", "op": "add", "offset_size": 4,
-            "by_key": False}
-SCAN_BASE = {"block_threads": 1024, "items_per_thread": 32, "mode": 3, "exact_mode": 2,
-             "blocks_per_sm": 4, "lookback_window": 16, "group_tiles": 32,
-             "exclusive_inverse": 0, "exclusive_pairs": 0, "small_items": 1 << 24,
-             "small_block_threads": 256}
 
 
 def scan_space():

@@ -9,13 +9,11 @@ import pytest
 from tilecore.tune.space import Dimension, SearchSpace, space_for
 from tilecore.tunings.schema import schema_for
 
+from tune_helpers import SCAN_BASE
+
 # Fixed current policies (not read from tuning_db, which the tuner rewrites).
 REDUCE_BASE = {"block_threads": 256, "items_per_thread": 16, "blocks_per_sm": 4,
                "single_block_max_items": 65536, "final_block_threads": 256}
-SCAN_BASE = {"block_threads": 1024, "items_per_thread": 32, "mode": 3, "exact_mode": 2,
-             "blocks_per_sm": 4, "lookback_window": 16, "group_tiles": 32,
-             "exclusive_inverse": 0, "exclusive_pairs": 0, "small_items": 1 << 24,
-             "small_block_threads": 256}
 SEG_BASE = {"block_threads": 128, "rows_items_per_thread": 8, "min_row_items": 32,
             "rows_waves": 1, "long_block_threads": 256, "long_items_per_thread": 32,
             "long_min_items_per_thread": 8, "long_min_avg_items": 1024,

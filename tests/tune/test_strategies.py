@@ -9,14 +9,10 @@ import pytest
 from tilecore.tune.strategies import Evaluation, run_search
 from tilecore.tune.space import space_for
 
+from tune_helpers import SCAN_KEY, SCAN_BASE
+
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
-SCAN_KEY = {"value_size": 4, "accum": "float32", "op": "add", "offset_size": 4,
-            "by_key": False}
-SCAN_BASE = {"block_threads": 1024, "items_per_thread": 32, "mode": 3, "exact_mode": 2,
-             "blocks_per_sm": 4, "lookback_window": 16, "group_tiles": 32,
-             "exclusive_inverse": 0, "exclusive_pairs": 0, "small_items": 1 << 24,
-             "small_block_threads": 256}
 FIELDS = ("block_threads", "items_per_thread", "mode", "group_tiles", "blocks_per_sm")
 
 

@@ -29,8 +29,8 @@ from ..language import dtypes as D
 from ..language import ops as L
 from ..language.dtypes import DType
 
-__all__ = ["WELL_KNOWN", "op_name", "same_function", "identity", "cxx_arithmetic", "sum_accumulator",
-           "check_operand_dtype", "NUMERIC", "scalar_dtype", "as_scalar"]
+__all__ = ["WELL_KNOWN", "op_name", "same_function", "identity", "cxx_arithmetic",
+           "sum_accumulator", "check_operand_dtype", "NUMERIC", "scalar_dtype", "as_scalar"]
 
 WELL_KNOWN = ("add", "mul", "min", "max", "and", "or", "xor")
 _BY_FUNCTION = {operator.add: "add", operator.mul: "mul", builtins.min: "min",

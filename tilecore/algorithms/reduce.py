@@ -468,7 +468,6 @@ class DeviceReduce:
         if not callable(transform_op) or isinstance(transform_op, str):
             raise TypeError('Invalid argument "transform_op": expected a function of one tile, '
                             f"got {type(transform_op).__name__}")
-        op_name(transform_op, "transform_op")
         return _reduce(temp_storage, d_in, d_out, num_items, reduce_op, init, transform_op,
                        stream, "init", key)
 

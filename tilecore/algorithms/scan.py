@@ -23,7 +23,7 @@ from ..dispatch import overrides
 from ..dispatch.scan_policy import (MODE_FENWICK, MODE_GROUPS, MODE_LOOKBACK,
                                     MODE_REDUCE_THEN_SCAN, ScanPolicy, select_scan_policy)
 from ..dispatch.target import Target
-from ..dispatch.temp_storage import Layout, check_size
+from ..dispatch.temp_storage import Layout
 from ..language import dtypes as D
 from ..language.dtypes import DType
 from ..tunings import lookup as tuning_lookup
@@ -152,8 +152,9 @@ def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool
         policy = select_scan_policy(target.cc, key)
         exact = exact_operator(kind, acc)
         mode = policy.exact_mode if exact else policy.mode
-        inv = (policy.exclusive_inverse == 1 and exclusive and not by_key and mode in (MODE_LOOKBACK, MODE_GROUPS)
-               and kind in ("add", "xor") and not acc.is_float)
+        inv = (policy.exclusive_inverse == 1 and exclusive and not by_key
+               and mode in (MODE_LOOKBACK, MODE_GROUPS) and kind in ("add", "xor")
+               and not acc.is_float)
         pairs = (policy.exclusive_pairs == 1 and exclusive and not by_key and kind != "user"
                  and mode in (MODE_LOOKBACK, MODE_GROUPS) and not inv)
         threads = policy.block_threads
@@ -280,58 +281,60 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any
          y: Any, init: Any, exclusive: bool, has_init: bool, in_place: bool) -> int:
     fits = plan.fits(host)
     # sized for the smallest tile a spilling user operator may step down to (the most
-    # tiles: the largest layout)
-    needed = plan.layout(n, fits[-1])[0].size()
+    # tiles: the largest layout); with one candidate, the layout the launch uses
+    layout, facts = plan.layout(n, fits[-1])
+    needed = layout.size()
     if temp_storage is None:
         return needed
     buf = temp_buffer(temp_storage, host)
-    check_size(needed, buf.nbytes, "temp_storage")
+    layout.map_to_buffer(buf.nbytes)
     if n == 0:
         return needed
     if len(fits) > 1:
-        return _fit(plan, fits, buf, needed, stream, n, x, keys, y, init, exclusive,
-                    has_init, in_place)
-    _launch(plan, plan.items, buf, stream if not host else None, n, x, keys, y, init,
+        layout, facts = _fit(plan, fits, buf, stream, n, x, keys, y, init, exclusive, has_init,
+                             in_place)
+    _launch(plan, layout, facts, buf, stream if not host else None, n, x, keys, y, init,
             exclusive, has_init, in_place, ct.launch)
     return needed
 
 
-def _fit(plan: _Plan, fits: tuple[int, ...], buf: Any, needed: int, stream: Any, n: int,
-         x: Any, keys: Any, y: Any, init: Any, exclusive: bool, has_init: bool,
-         in_place: bool) -> int:
-    """Launch a user operator's scan with the most items per thread (of `fits`)
-    whose single-pass kernel does not spill on this GPU: the tuning key says
-    "user" whatever the function costs, so its row is set for a light one.
-    The kernel is compiled once per specialization to find out (the launch
-    then finds it in the cache); the choice is kept per plan."""
+def _fit(plan: _Plan, fits: tuple[int, ...], buf: Any, stream: Any, n: int, x: Any, keys: Any,
+         y: Any, init: Any, exclusive: bool, has_init: bool,
+         in_place: bool) -> tuple[Layout, dict]:
+    """The layout (mapped onto `buf`) and launch facts of a user operator's scan
+    with the most items per thread (of `fits`) whose single-pass kernel does not
+    spill on this GPU: the tuning key says "user" whatever the function costs,
+    so its row is set for a light one. The kernel is compiled once to find out
+    (the launch then finds it in the cache); the choice is kept per plan."""
     threads = plan.policy.threads_for(n)
-    key = (threads, n >= _WIDE, -(-n // (threads * fits[0])) == 1, in_place,
-           plan.layout(n)[1].get("group"))
+    key = (threads, n >= _WIDE, in_place)
     items = plan.fitted.get(key)
     if items is None:
         from ..runtime import get_device
         from .. import config
         arch = config.arch() or get_device(plan.target.device_id).arch
         for items in fits:
+            layout, facts = plan.layout(n, items)
+            layout.map_to_buffer(buf.nbytes)
             spilled = []
-            _launch(plan, items, buf, stream, n, x, keys, y, init, exclusive, has_init,
+            _launch(plan, layout, facts, buf, stream, n, x, keys, y, init, exclusive, has_init,
                     in_place, lambda s, g, kernel, args: spilled.append(
                         kernel is plan.kernel(threads)
                         and ct.compile(kernel, args, arch=arch).stack_bytes > 0))
             if not any(spilled):
                 break
         plan.fitted[key] = items
-    _launch(plan, items, buf, stream, n, x, keys, y, init, exclusive, has_init, in_place,
-            ct.launch)
-    return needed
-
-
-def _launch(plan: _Plan, items: int, buf: Any, stream: Any, n: int, x: Any, keys: Any, y: Any,
-            init: Any, exclusive: bool, has_init: bool, in_place: bool, launch: Any) -> None:
-    """The launches of one scan of n > 0 items with `items` per thread, through
-    `launch` (tilecore.launch, or a stand-in that compiles instead)."""
     layout, facts = plan.layout(n, items)
     layout.map_to_buffer(buf.nbytes)
+    return layout, facts
+
+
+def _launch(plan: _Plan, layout: Layout, facts: dict, buf: Any, stream: Any, n: int, x: Any,
+            keys: Any, y: Any, init: Any, exclusive: bool, has_init: bool, in_place: bool,
+            launch: Any) -> None:
+    """The launches of one scan of n > 0 items with `layout` (mapped onto `buf`)
+    and `facts` (plan.layout's), through `launch` (tilecore.launch, or a
+    stand-in that compiles instead)."""
     status = buf.view(layout.slot(0).aliases[0])
     vals = buf.view(layout.slot(1).aliases[0])
     counter = buf.view(layout.slot(2).aliases[0])

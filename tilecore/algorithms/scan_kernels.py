@@ -415,27 +415,24 @@ def scan_fenwick(x, keys, y, n, init, counter, status, vals, TILE: ct.Constant[i
 
 # --- the overlapped finish of well-known operators ----------------------------------------------
 @ct.function
-def local_scan(u, KIND, OP, ACC):
-    """The tile's own inclusive scan, without any prefix (computed while the
-    look-back's first loads are in flight)."""
-    if KIND == "add":
+def local_scan(u, TILE, KIND, OP, ID, ACC, PAIRS):
+    """The tile's own scan, without any prefix (computed while the look-back's
+    first loads are in flight): inclusive, or with PAIRS (an exclusive scan of
+    a well-known operator from its unshifted items: in the kernels, EXCL and
+    neither SHIFT nor INV) exclusive, lane 0 the identity, as a scan of
+    (inclusive, exclusive) pairs, where (s1, e1) followed by (s2, e2) is
+    (s1 (+) s2, s1 (+) e2), each item starting as (u, identity). A user
+    operator has no identity: never PAIRS."""
+    if PAIRS:
+        _, e = ct.scan((u, ct.full((TILE,), ID, ACC)), 0,
+                       lambda s1, e1, s2, e2: (op2(s1, s2, KIND, OP, ACC),
+                                               op2(s1, e2, KIND, OP, ACC)),
+                       (ID, ID))
+        return e
+    elif KIND == "add":
         return ct.astype(ct.cumsum(u, 0), ACC)
     else:
         return ct.scan(u, 0, lambda a, b: op2(a, b, KIND, OP, ACC), 0)
-
-
-@ct.function
-def local_scan_exclusive(u, TILE, KIND, OP, ID, ACC):
-    """The tile's own exclusive scan (lane 0 the identity) from its unshifted
-    items, without any prefix: a scan of (inclusive, exclusive) pairs, where
-    (s1, e1) followed by (s2, e2) is (s1 (+) s2, s1 (+) e2), each item starting
-    as (u, identity). Well-known operators only (a user operator has no
-    identity); the tile is loaded as an inclusive scan's (vector loads)."""
-    _, e = ct.scan((u, ct.full((TILE,), ID, ACC)), 0,
-                   lambda s1, e1, s2, e2: (op2(s1, s2, KIND, OP, ACC),
-                                           op2(s1, e2, KIND, OP, ACC)),
-                   (ID, ID))
-    return e
 
 
 @ct.function
@@ -539,10 +536,7 @@ def scan_lookback(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Consta
         w = ct.maximum(end - 1, 0) // WINDOW
         words = load_words(status, w, WINDOW, PACKED)   # in flight while the tile is scanned
     if KIND != "user" and not BY_KEY:
-        if EXCL and not SHIFT and not INV:    # pairs: exclusive from unshifted items
-            z = local_scan_exclusive(u, TILE, KIND, OP, ID, ACC)
-        else:
-            z = local_scan(u, KIND, OP, ACC)
+        z = local_scan(u, TILE, KIND, OP, ID, ACC, EXCL and not SHIFT and not INV)
     if not SINGLE:
         excl = ct.full((1,), ID, ACC)
         while end > 0:
@@ -619,10 +613,7 @@ def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant
             publish_at(status, t, vals, t, flags_of(a_head), agg, ACC, PACKED)
         words = load_words(status, k, GROUP, PACKED)     # in flight while the tile is scanned
     if OVERLAP:
-        if EXCL and not SHIFT and not INV:    # pairs: exclusive from unshifted items
-            z = local_scan_exclusive(u, TILE, KIND, OP, ID, ACC)
-        else:
-            z = local_scan(u, KIND, OP, ACC)
+        z = local_scan(u, TILE, KIND, OP, ID, ACC, EXCL and not SHIFT and not INV)
     if not SINGLE:
         gwords = load_words(status, P // GROUPS, GROUPS, PACKED)
         lane = ct.arange(GROUP, dtype=ct.int32)

@@ -84,5 +84,5 @@ def select_scan_policy(cc: int, key: dict) -> ScanPolicy:
     policy for the newest architecture <= cc, then the tables' fields for the
     key (exact row, table default, previous architecture's table), then any
     active override."""
-    return select_policy("scan", cc, key, [(70, lambda: _sm70(key)), (80, lambda: _sm80(key)),
-                                   (90, lambda: _sm90(key))], ScanPolicy)
+    hub = [(70, lambda: _sm70(key)), (80, lambda: _sm80(key)), (90, lambda: _sm90(key))]
+    return select_policy("scan", cc, key, hub, ScanPolicy)

@@ -79,8 +79,9 @@ def select_segmented_policy(cc: int, key: dict) -> SegmentedPolicy:
     policy for the newest architecture <= cc, the tables' fields for the key
     (exact row, table default, previous architecture's table), then any
     active override."""
-    return select_policy(ALGORITHM, cc, key, [(70, lambda: _sm70(key)), (80, lambda: _sm80(key)),
-                                   (90, lambda: _sm90(key))], SegmentedPolicy)
+    hub = [(70, lambda: _sm70(key)), (80, lambda: _sm80(key)), (90, lambda: _sm90(key))]
+    return select_policy(ALGORITHM, cc, key, hub, SegmentedPolicy)
+
 
 class Shape(NamedTuple):
     """The kernel a call runs and its compile-time shape.

@@ -161,7 +161,7 @@ class Device:
             clock, top = self.sm_clock_mhz(), self.max_sm_clock_mhz()
             if clock is not None and top and clock >= SOFT_CLOCK_FLOOR * top:
                 return ""
-            where = f" (SM clock {clock} of {top} MHz)" if clock is not None else ""
+            where = f" (SM clock {clock} of {top} MHz)" if clock is not None and top else ""
             return ",".join(reason_names(mask)) + where
         return ",".join(reason_names(mask))
 

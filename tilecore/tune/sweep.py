@@ -522,13 +522,14 @@ def _entry_from_json(d: dict) -> TunedEntry:
 
 
 class _Timed:
-    """A Bench whose calls add their wall time to `spent[0]` (the sweep's
+    """A Bench whose calls add their wall time to `totals.bench_s` (the sweep's
     measure of how busy the GPU was), less the time the bench waited for
     compiles (its `compile_wait_s`, where it has one), which goes to
-    `spent[1]`; on close, its timer's throttled samples go to `spent[2]`."""
+    `totals.compile_wait_s`; on close, its timer's throttled samples go to
+    `totals.throttled_samples`."""
 
-    def __init__(self, bench: Bench, spent: list) -> None:
-        self._bench, self._spent = bench, spent
+    def __init__(self, bench: Bench, totals: "SweepResult") -> None:
+        self._bench, self._totals = bench, totals
         self.cases = bench.cases
 
     @contextlib.contextmanager
@@ -539,8 +540,8 @@ class _Timed:
             yield
         finally:
             waited = getattr(self._bench, "compile_wait_s", 0.0) - waited0
-            self._spent[0] += time.monotonic() - t0 - waited
-            self._spent[1] += waited
+            self._totals.bench_s += time.monotonic() - t0 - waited
+            self._totals.compile_wait_s += waited
 
     @contextlib.contextmanager
     def run(self, policy: dict) -> Iterator[BenchRun]:
@@ -556,7 +557,8 @@ class _Timed:
         self._bench.prefetch(policies)
 
     def close(self) -> None:
-        self._spent[2] += getattr(getattr(self._bench, "timer", None), "throttled_samples", 0)
+        self._totals.throttled_samples += getattr(getattr(self._bench, "timer", None),
+                                                  "throttled_samples", 0)
         self._bench.close()
 
 
@@ -574,7 +576,6 @@ def run_sweep(cfg: SweepConfig, *, cc: int, bench: MakeBench, provenance: dict,
     storage = open_storage(cfg.storage)
     todo = workloads(cfg.algorithms, cfg.dtypes, cfg.ops)
     result = SweepResult()
-    spent = [0.0, 0.0, 0]
     start = time.monotonic()
     sweep_deadline = start + cfg.timeout_s if cfg.timeout_s is not None else None
     for index, w in enumerate(todo):
@@ -586,7 +587,7 @@ def run_sweep(cfg: SweepConfig, *, cc: int, bench: MakeBench, provenance: dict,
         if sweep_deadline is not None and now >= sweep_deadline:
             outcome = StudyOutcome(w, name, detail="skipped: the sweep's --timeout was reached")
         else:
-            outcome = _run_study(cfg, w, cc, name, storage, bench, spent, deadline,
+            outcome = _run_study(cfg, w, cc, name, storage, bench, result, deadline,
                                  (index, len(todo)), progress, log)
             if outcome.entry is not None:
                 outcome.table = write_table(out, w.algorithm, cc, [outcome.entry], provenance,
@@ -595,12 +596,11 @@ def run_sweep(cfg: SweepConfig, *, cc: int, bench: MakeBench, provenance: dict,
             progress.study_finished(outcome)
         result.outcomes.append(outcome)
     result.wall_s = time.monotonic() - start
-    result.bench_s, result.compile_wait_s, result.throttled_samples = spent
     return result
 
 
 def _run_study(cfg: SweepConfig, w: Workload, cc: int, base_name: str, storage,
-               make_bench: MakeBench, spent: list, deadline: Optional[float],
+               make_bench: MakeBench, totals: SweepResult, deadline: Optional[float],
                position: tuple[int, int], progress: Optional[Progress],
                log: Callable[[str], None]) -> StudyOutcome:
     study = _open_study(storage, base_name, cfg.resume, log)
@@ -628,7 +628,7 @@ def _run_study(cfg: SweepConfig, w: Workload, cc: int, base_name: str, storage,
     if progress is not None:
         progress.study_started(position[0], position[1], w, cfg.trials, prior, prior_best,
                                deadline)
-    bench = _Timed(make_bench(w, cfg.sizes), spent)
+    bench = _Timed(make_bench(w, cfg.sizes), totals)
     try:
         return _search(cfg, w, space, bench, study, baseline, older, deadline, progress,
                        outcome)
