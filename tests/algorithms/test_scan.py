@@ -468,6 +468,37 @@ def test_exclusive_pairs(mode, n):
     np.testing.assert_array_equal(out, np.array(want, np.uint32))
 
 
+@pytest.mark.parametrize("n", [TILE + 1, 5 * TILE + 3])
+def test_exclusive_pairs_on_the_large_tile_only(monkeypatch, n):
+    """exclusive_pairs=2: the pair scan above small_items only, the shifted load
+    at and below it; both give the exact exclusive sum and the same bits for
+    float sums as exclusive_pairs=0 and 1 on their side of the threshold."""
+    import tilecore as ct
+    shifted = []
+    real = ct.launch
+
+    def spy(stream, grid, kernel, args):
+        shifted.append(args)
+        return real(stream, grid, kernel, args)
+
+    small = 2 * TILE            # n <= small_items: the small tile (small_block_threads 32)
+    m = dict(LOOKBACK, exclusive_pairs=2, small_items=small, small_block_threads=32)
+    x = small_ints(np.int32, n)
+    y = np.zeros_like(x)
+    monkeypatch.setattr(ct, "launch", spy)
+    run(S.exclusive_sum, x, y, n, mode=m)
+    np.testing.assert_array_equal(y, np.concatenate([[0], np.cumsum(x)[:-1]]).astype(np.int32))
+    f = RNG.standard_normal(n).astype(np.float32)
+    got, want = np.zeros_like(f), np.zeros_like(f)
+    run(S.exclusive_sum, f, got, n, mode=m)
+    monkeypatch.setattr(ct, "launch", real)
+    run(S.exclusive_sum, f, want, n, mode=dict(m, exclusive_pairs=1 if n > small else 0))
+    np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
+    # SHIFT (the single-pass kernel's 18th argument): False for the pair scan
+    scans = [a for a in shifted if len(a) > 20]
+    assert scans and all(a[17] is (n <= small) for a in scans)
+
+
 @pytest.mark.parametrize("mode", [LOOKBACK, GROUPS], ids=["lookback", "groups"])
 def test_by_key_exact_and_wide(mode):
     """By-key runs through the look-back (an aggregate with a head ends a look-back

@@ -242,3 +242,22 @@ def test_speedup_unpaired_and_paired():
     assert noise == pytest.approx((ratios[8] - ratios[1]) / 2 / s)   # n=10: [x_2, x_9]
     with pytest.raises(ValueError, match="paired"):
         speedup(b, Measurement(1.0, 0, 0, 0, 3, 0, False, 1, (1.0, 1.0, 1.0)), paired=True)
+
+
+def test_spin_covers_the_host_then_shrinks_back():
+    """GpuTimer's spin: an uncovered sample is retaken behind a longer spin,
+    and after one slow moment of the host the spin returns to twice the
+    host's usual time instead of staying long for every later sample."""
+    spin = 0.5
+    covered, spin = M.next_spin_ms(spin, 0.3)           # 0.3 <= 0.8 * 0.5
+    assert covered and spin == pytest.approx(0.5)
+    covered, spin = M.next_spin_ms(spin, 20.0)          # a hiccup: retake
+    assert not covered and spin == pytest.approx(30.0)
+    covered, spin = M.next_spin_ms(spin, 21.0)          # covered now
+    assert covered and spin == pytest.approx(30.0)
+    covered, spin = M.next_spin_ms(spin, 1.0)           # the host is quick again
+    assert covered and spin == pytest.approx(2.0)
+    covered, spin = M.next_spin_ms(spin, 0.01)          # never below the floor
+    assert covered and spin == pytest.approx(0.2)
+    covered, again = M.next_spin_ms(spin, 0.16)         # exactly 80%: still covered
+    assert covered and again == pytest.approx(0.2)

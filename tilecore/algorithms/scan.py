@@ -65,7 +65,8 @@ class _Plan:
     packed: bool            # values fit beside the flags in one status word
     mode: int               # the policy's mode for this operator (exact_mode for exact ones)
     inv: bool               # exclusive as inclusive minus the item (integer add/xor)
-    pairs: bool             # exclusive from unshifted tiles by a pair scan (known operators)
+    pairs: bool             # exclusive from unshifted tiles by a pair scan (known operators;
+                            # see pairs_for)
     items: int              # items per thread (the policy's, capped: see _plan)
     init_k: Any
     single: dict            # threads -> the single-pass kernel of `mode`
@@ -119,6 +120,11 @@ class _Plan:
         layout.slot(3).alias(self.in_dtype, max(1, 16 // self.in_dtype.itemsize))
         return layout, facts
 
+    def pairs_for(self, n: int) -> bool:
+        """Whether an exclusive scan of n items runs the pair scan: at every size
+        with exclusive_pairs=1, with 2 only on the large tile (n > small_items)."""
+        return self.pairs and (self.policy.exclusive_pairs == 1 or n > self.policy.small_items)
+
     def fits(self, host: bool) -> tuple[int, ...]:
         """The items per thread a user operator's single-pass kernel may step down
         to when it spills (on a GPU: see _fit), largest first; else the plan's."""
@@ -129,8 +135,6 @@ class _Plan:
             out.append(items)
             items //= 2
         return tuple(out)
-
-
 
 
 _plans: dict[tuple, _Plan] = {}
@@ -155,7 +159,7 @@ def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool
         inv = (policy.exclusive_inverse == 1 and exclusive and not by_key
                and mode in (MODE_LOOKBACK, MODE_GROUPS) and kind in ("add", "xor")
                and not acc.is_float)
-        pairs = (policy.exclusive_pairs == 1 and exclusive and not by_key and kind != "user"
+        pairs = (policy.exclusive_pairs >= 1 and exclusive and not by_key and kind != "user"
                  and mode in (MODE_LOOKBACK, MODE_GROUPS) and not inv)
         threads = policy.block_threads
         # an exclusive user scan's tile is shifted by one item and carries (ok, value)
@@ -173,12 +177,6 @@ def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool
         if mode != MODE_REDUCE_THEN_SCAN:
             plan.kernel(threads)
     return plan
-
-
-
-
-
-
 
 
 def _span(a: Arg, n: int) -> tuple[int, int, int]:
@@ -369,7 +367,7 @@ def _launch(plan: _Plan, layout: Layout, facts: dict, buf: Any, stream: Any, n: 
     size = p.lookback_window if mode == MODE_LOOKBACK else facts["group"]
     launch(stream, (tiles,), kernel,
            (src, key_arg, y, n, init, counter, status, vals, facts["P"], tile, size, *common,
-            exclusive and not plan.inv and not plan.pairs, exclusive, plan.inv, has_init,
+            exclusive and not plan.inv and not plan.pairs_for(n), exclusive, plan.inv, has_init,
             by_key, in_place, plan.packed, wide, single))
 
 

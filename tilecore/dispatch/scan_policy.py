@@ -39,6 +39,7 @@ class ScanPolicy:
     small_block_threads: int = 256
     exclusive_inverse: int = 0          # modes 2/3: exclusive integer add/xor as incl. - item
     exclusive_pairs: int = 0            # modes 2/3: exclusive well-known op as a pair scan
+                                        # (1: every size; 2: above small_items only)
     source: str = "built-in"
 
     @property

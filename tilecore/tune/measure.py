@@ -50,8 +50,8 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Protocol, Sequence
 
 __all__ = ["Measurement", "Timer", "HostTimer", "GpuTimer", "ThrottledError", "measure",
-           "interleaved", "median_ci", "speedup", "MIN_SAMPLE_MS", "MAX_CALLS_PER_SAMPLE",
-           "RACE_AFTER"]
+           "interleaved", "median_ci", "speedup", "next_spin_ms", "MIN_SAMPLE_MS",
+           "MAX_CALLS_PER_SAMPLE", "RACE_AFTER"]
 
 MIN_SAMPLE_MS = 1.0          # a sample lasts at least this long (when calls allow)
 # ... but queues no more calls than a stream holds: CUDA's launch queue holds about
@@ -137,6 +137,20 @@ extern "C" __global__ void tilecore_tune_spin(unsigned long long ns) {
 _SPIN_KERNELS: dict[int, object] = {}   # CUDA device ordinal -> cupy.RawKernel
 _THROTTLE_RECOVERY_S = 0.05             # NVBench's default throttle recovery delay
 _MAX_SPIN_MS = 10_000.0
+_MIN_SPIN_MS = 0.2
+
+
+def next_spin_ms(spin_ms: float, host_ms: float) -> tuple[bool, float]:
+    """(covered, next spin): whether a spin of `spin_ms` covered the host's
+    `host_ms` of queueing (with a 20% margin), and the spin for the next
+    sample. Uncovered, the spin at least doubles and the sample is taken
+    again; covered, it shrinks to twice the host's time (at least
+    _MIN_SPIN_MS), so one slow moment of the host (a compile worker, the
+    garbage collector) does not leave every later sample idling behind a long
+    spin."""
+    if host_ms > 0.8 * spin_ms:
+        return False, max(2 * spin_ms, 1.5 * host_ms)
+    return True, max(_MIN_SPIN_MS, min(spin_ms, 2 * host_ms))
 
 
 class GpuTimer:
@@ -147,7 +161,8 @@ class GpuTimer:
     that spins on the GPU's global timer for longer than the host takes to
     queue the sample, so the events time the GPU's work alone. When the host
     took more than 80% of the spin, the sample is taken again with a spin twice
-    as long. Calls that wait for the GPU themselves cannot be queued ahead:
+    as long; the spin shrinks back once the host is quick again
+    (next_spin_ms). Calls that wait for the GPU themselves cannot be queued ahead:
     time those with `cover_launch=False` (the device is synchronized before
     each sample and the host's time counts, as users see it).
 
@@ -202,15 +217,15 @@ class GpuTimer:
                 host_ms = (time.perf_counter() - t0) * 1e3
                 self._end.record(self._stream)
                 self._end.synchronize()
-                if self._cover and host_ms > 0.8 * self._spin_ms:
-                    # the GPU may have waited for the host: time the sample again
-                    self._spin_ms = max(2 * self._spin_ms, 1.5 * host_ms)
-                    if self._spin_ms > _MAX_SPIN_MS:
-                        raise RuntimeError(
-                            "GpuTimer: the host cannot queue one sample within "
-                            f"{_MAX_SPIN_MS / 1e3:.0f} s; calls that wait for the GPU "
-                            "need GpuTimer(cover_launch=False)")
-                    continue
+                if self._cover:
+                    covered, self._spin_ms = next_spin_ms(self._spin_ms, host_ms)
+                    if not covered:      # the GPU may have waited for the host: again
+                        if self._spin_ms > _MAX_SPIN_MS:
+                            raise RuntimeError(
+                                "GpuTimer: the host cannot queue one sample within "
+                                f"{_MAX_SPIN_MS / 1e3:.0f} s; calls that wait for the GPU "
+                                "need GpuTimer(cover_launch=False)")
+                        continue
                 self._last_throttled = before or self._throttling()
                 if self._last_throttled:
                     self.throttled_samples += 1

@@ -250,10 +250,11 @@ SCAN = AlgorithmSchema(
               "exact; it keeps items and sums live at once (2x the registers); 0: load the "
               "tile shifted by one item",
               applies=_scan_exclusive_inverse),
-        Param("exclusive_pairs", 0, 1, False,
+        Param("exclusive_pairs", 0, 2, False,
               "modes 2 and 3: 1: an exclusive scan of a well-known operator (not by key) "
               "loads its tile unshifted (vector loads) and scans (inclusive, exclusive) "
-              "pairs; 0: load the tile shifted by one item (gathers)",
+              "pairs; 2: the same on the large tile only (inputs of more than "
+              "small_items items); 0: load the tile shifted by one item (gathers)",
               applies=_scan_exclusive_pairs),
         Param("small_items", 0, 1 << 31, False,
               "inputs of at most this many items use small_block_threads threads per block "
