@@ -11,7 +11,8 @@ machinery, not evidence about GPUs); they are used alone when --tables holds
 none. No GPU needed.
 
     python benchmarks/bench_tuner_replay.py [--tables tests/tune/data] [--synthetic]
-        [--seeds 10] [--budget 200] [--strategies exhaustive,tpe+polish,...] [--out DIR]
+        [--seeds 10] [--budget 200] [--strategies exhaustive,tpe+polish,...] [--cold]
+        [--out DIR]
 """
 from __future__ import annotations
 
@@ -100,6 +101,9 @@ def main() -> int:
     ap.add_argument("--tolerance", type=float, default=0.01, help="within this of the optimum")
     ap.add_argument("--strategies", default=",".join(REPLAY_SAMPLERS),
                     help=f"comma-separated, of {','.join(REPLAY_SAMPLERS)}")
+    ap.add_argument("--cold", action="store_true",
+                    help="enqueue nothing (by default the table's base policy is the first "
+                         "trial, as the tuner enqueues the current policy)")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results"),
                     help="directory for the JSON file")
     args = ap.parse_args()
@@ -124,11 +128,14 @@ def main() -> int:
                   table_optimum(t)] for n, t in tables.items()])
 
     t0 = time.perf_counter()
-    rows = replay(tables, strategies, tuple(range(args.seeds)), args.budget, args.tolerance)
+    rows = replay(tables, strategies, tuple(range(args.seeds)), args.budget, args.tolerance,
+                  warm=not args.cold)
     elapsed = time.perf_counter() - t0
     summary = summarize(rows)
+    start = "nothing enqueued" if args.cold else "the base policy enqueued first"
     print_table(f"Measured configs until within {args.tolerance:.0%} of the optimum "
-                f"(budget {args.budget}; {args.seeds} seeds; exhaustive: one run per table)",
+                f"({start}; budget {args.budget}; {args.seeds} seeds; exhaustive: one run "
+                f"per table)",
                 ["strategy", "tables", "median trials", "mean (runs within)", "runs within budget"],
                 [[s["strategy"], s["tables"], s["median_trials"], s["mean_trials"],
                   f"{s['within_budget']}/{s['runs']}"] for s in summary])
@@ -148,6 +155,7 @@ def main() -> int:
         "benchmark": "bench_tuner_replay", "host": platform.node(),
         "python": sys.version.split()[0], "optuna": optuna.__version__,
         "budget": args.budget, "seeds": args.seeds, "tolerance": args.tolerance,
+        "cold": args.cold,
         "tables": {n: {"algorithm": t["algorithm"], "device": t.get("device"),
                        "synthetic": bool(t.get("synthetic")), "configs": len(t["results"]),
                        "complete": t.get("complete") is not False}

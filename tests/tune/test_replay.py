@@ -90,6 +90,21 @@ def test_exhaustive_trials_to_within_is_the_first_good_position(table):
             if want > 1 else True
 
 
+def test_cold_replay_enqueues_nothing(table):
+    """warm=False: the exhaustive order without the base policy first; when the
+    base is the optimum, warm finds it at once and cold only at its place in
+    the space's order."""
+    space = scan_space()
+    configs = [tuple(c.items()) for c in space.configs()]
+    base = tuple(space.project(SCAN_BASE).items())
+    best = dict(table, results=[dict(r, score=2.0 * table_optimum(table))
+                                if tuple(r["config"].items()) == base else r
+                                for r in table["results"]])
+    assert trials_to_within(best, "exhaustive", 0, 1000, 0.0) == 1
+    assert trials_to_within(best, "exhaustive", 0, 1000, 0.0, warm=False) == \
+        configs.index(base) + 1
+
+
 def test_random_trials_to_within_respects_the_budget(table):
     got = trials_to_within(table, "random", 3, 400)
     assert got is not None and 1 < got <= 400

@@ -152,9 +152,10 @@ class _Found(Exception):
 
 
 def trials_to_within(table: dict, strategy: str, seed: int, budget: int,
-                     tolerance: float = 0.01) -> Optional[int]:
+                     tolerance: float = 0.01, warm: bool = True) -> Optional[int]:
     """Measured configs `strategy` needs (with the table's base policy
-    enqueued first, as the tuner does) until one scores at least (1 -
+    enqueued first, as the tuner does, when `warm`; cold, nothing is enqueued:
+    a search that knows no good policy) until one scores at least (1 -
     tolerance) x the table's optimum; None when the budget runs out first."""
     space = TableSpace(table)
     target = (1 - tolerance) * table_optimum(table)
@@ -166,7 +167,7 @@ def trials_to_within(table: dict, strategy: str, seed: int, budget: int,
             raise _Found
 
     study = optuna.create_study(direction="maximize")
-    enqueue = [space.base] if space.valid(space.base) else []
+    enqueue = [space.base] if warm and space.valid(space.base) else []
     try:
         run_search(space, space.evaluate, budget=budget, study=study, enqueue=enqueue,
                    strategy=strategy, seed=seed, on_trial=on_trial, race_top=0)
@@ -177,17 +178,18 @@ def trials_to_within(table: dict, strategy: str, seed: int, budget: int,
 
 def replay(tables: dict[str, dict], strategies: Sequence[str] = REPLAY_SAMPLERS,
            seeds: Sequence[int] = tuple(range(10)), budget: int = 200,
-           tolerance: float = 0.01) -> list[dict]:
+           tolerance: float = 0.01, warm: bool = True) -> list[dict]:
     """One row per (table, strategy, seed): {"table", "strategy", "seed",
     "trials"} (trials None: not within the tolerance in `budget`).
-    "exhaustive" does not depend on the seed: it runs once per table."""
+    "exhaustive" does not depend on the seed: it runs once per table. `warm`:
+    as trials_to_within."""
     rows = []
     for name, table in tables.items():
         for strategy in strategies:
             for seed in (seeds[:1] if strategy == "exhaustive" else seeds):
                 rows.append({"table": name, "strategy": strategy, "seed": seed,
                              "trials": trials_to_within(table, strategy, seed, budget,
-                                                        tolerance)})
+                                                        tolerance, warm)})
     return rows
 
 
