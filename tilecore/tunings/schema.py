@@ -197,8 +197,10 @@ REDUCE = AlgorithmSchema(
               "grid oversubscription: the first pass runs sm_count * blocks_per_sm blocks "
               "(fewer when there are fewer tiles)", grid=_BLOCKS_PER_SM_GRID),
         Param("single_block_max_items", 0, 1 << 24, False,
-              "inputs of at most this many items run as one single-block kernel",
-              grid=tuple(1 << e for e in range(12, 19))),
+              "inputs of at most this many items run as one single-block kernel (one "
+              "launch instead of two: host time the tuner, which times the device, does "
+              "not see, so it keeps the current value)",
+              grid=tuple(1 << e for e in range(12, 19)), tuned=False),
         Param("final_block_threads", 32, 1024, True,
               "threads of the single-block pass over the first pass's partials"),
     ),
