@@ -47,6 +47,23 @@ def test_default_policy_kernels_compile(monkeypatch, arch, case):
 
 
 @pytest.mark.interpreter_only
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_single_block_kernels_compile(monkeypatch, arch, case):
+    """Small inputs: one launch of the single-block kernel, with the policy's
+    single_block_threads (on sm_90 1024, 512 for 32 items a thread: it runs alone
+    on one SM), unspilled."""
+    n = 5000
+    x = np.zeros(n, np.float32)
+    monkeypatch.setenv("TILECORE_ARCH", arch)
+    (call,) = captured(monkeypatch, *CASES[case](n, x))
+    ck = ct.compile(*call, arch=arch)
+    assert ck.stack_bytes == 0, f"{case}: spills ({ck.stack_bytes} bytes of stack)"
+    threads = 256 if arch == "sm_80" else 512 if case in ("sum-i8", "min-f16") else 1024
+    assert f": {threads} threads" in ck.source.splitlines()[0]
+
+
+@pytest.mark.interpreter_only
 @pytest.mark.parametrize("method", ["sum", "arg_min"])
 def test_64bit_offsets_compile(monkeypatch, method):
     """2**31 + 5 items (a broadcast view stands for the 2 GB array)."""

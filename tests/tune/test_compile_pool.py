@@ -14,7 +14,7 @@ pytestmark = pytest.mark.interpreter_only     # nothing runs in the interpreter 
 
 REDUCE = Workload("reduce", "float32", "add")
 POLICY = {"block_threads": 256, "items_per_thread": 16, "blocks_per_sm": 4,
-          "single_block_max_items": 65536, "final_block_threads": 256}
+          "single_block_max_items": 65536, "final_block_threads": 256, "single_block_threads": 1024}
 
 
 def ints(args):

@@ -13,7 +13,8 @@ from tune_helpers import SCAN_BASE
 
 # Fixed current policies (not read from tuning_db, which the tuner rewrites).
 REDUCE_BASE = {"block_threads": 256, "items_per_thread": 16, "blocks_per_sm": 4,
-               "single_block_max_items": 65536, "final_block_threads": 256}
+               "single_block_max_items": 65536, "final_block_threads": 256,
+               "single_block_threads": 1024}
 SEG_BASE = {"block_threads": 128, "rows_items_per_thread": 8, "min_row_items": 32,
             "rows_waves": 1, "long_block_threads": 256, "long_items_per_thread": 32,
             "long_min_items_per_thread": 8, "long_min_avg_items": 1024,
@@ -108,9 +109,10 @@ def test_hand_counted_sizes():
 
 def test_full_reduce_space_is_listed_and_counted_alike():
     space = space_for("reduce", key("reduce"), REDUCE_BASE)
-    # 6 x 8 tile shapes less one (1024 x 128), times 10 x 6 for blocks_per_sm and
-    # final_block_threads (single_block_max_items is not tuned: a host-time trade-off)
-    assert space.size() == 47 * 10 * 6
+    # 6 x 8 tile shapes less one (1024 x 128), times 10 x 6 x 6 for blocks_per_sm,
+    # final_block_threads and single_block_threads (single_block_max_items is not tuned:
+    # a host-time trade-off)
+    assert space.size() == 47 * 10 * 6 * 6
     assert sum(1 for _ in space.configs()) == space.size()
 
 

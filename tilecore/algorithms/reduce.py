@@ -58,18 +58,18 @@ class _Plan:
 
     kind: "fixed" (sum, min, max: init is a Constant), "known" (a well-known
     operator with a run-time init), "user" (a user operator) or "arg".
-    Launch arguments: the single-block kernel gets (x, *outs, n, *init) +
-    single_tail, the first pass (x, *partials, n, *init) + first_tail, the
+    Launch arguments: the single-block kernel (single_block_threads threads)
+    gets (x, *outs, n, *init) + single_tail, the first pass (x, *partials, n, *init) + first_tail, the
     second pass (*partials, *outs, grid, *init) + final_tail, where init is
     () for "fixed" and "arg"."""
 
-    __slots__ = ("kind", "acc", "policy", "target", "main", "final", "tile", "single_max",
-                 "grid_max", "single_tail", "first_tail", "final_tail", "_layouts", "_views")
+    __slots__ = ("kind", "acc", "policy", "target", "single", "main", "final", "tile",
+                 "single_max", "grid_max", "single_tail", "first_tail", "final_tail", "_layouts", "_views")
 
-    def __init__(self, kind: str, acc: DType, policy: ReducePolicy, target: Target, main, final,
-                 tails: tuple[tuple, tuple, tuple]) -> None:
+    def __init__(self, kind: str, acc: DType, policy: ReducePolicy, target: Target, single,
+                 main, final, tails: tuple[tuple, tuple, tuple]) -> None:
         self.kind, self.acc, self.policy, self.target = kind, acc, policy, target
-        self.main, self.final = main, final
+        self.single, self.main, self.final = single, main, final
         self.tile = policy.tile_items
         # n <= single_max: one single-block kernel (at most single_block_max_items, or
         # fewer than two tiles)
@@ -119,7 +119,7 @@ class _Plan:
     def run(self, stream, x, outs: tuple, n: int, init: tuple, grid: int, views: tuple) -> None:
         launch = ct.launch  # looked up per call: tests replace it
         if grid == 0:
-            launch(stream, _ONE, self.main, (x, *outs, n, *init) + self.single_tail)
+            launch(stream, _ONE, self.single, (x, *outs, n, *init) + self.single_tail)
             return
         launch(stream, (grid,), self.main, (x, *views, n, *init) + self.first_tail)
         launch(stream, _ONE, self.final, (*views, *outs, grid, *init) + self.final_tail)
@@ -139,6 +139,7 @@ def _make_plan(kind: str, in_dtype: DType, acc: DType, op: Any, target: Target, 
            "offset_size": 8 if wide else 4}
     policy = select_reduce_policy(target.cc, key)
     tile = policy.tile_items
+    one = policy.single_block_threads * policy.items_per_thread   # the single block's tile
     final_tile = policy.final_block_threads * max(1, 16 // acc.itemsize)
     xf = transform if transform is not None else _no_transform
     has_xf = transform is not None
@@ -148,25 +149,26 @@ def _make_plan(kind: str, in_dtype: DType, acc: DType, op: Any, target: Target, 
         # (arg_max), the largest finite values for floats
         empty = acc.min if max_ else acc.max
         ident = identity("max" if max_ else "min", acc)
-        tails = ((empty, tile, ident, max_, True), (empty, tile, ident, max_, False),
+        tails = ((empty, one, ident, max_, True), (empty, tile, ident, max_, False),
                  (empty, final_tile, ident, max_))
     elif kind == "fixed":  # sum: init 0; min/max: CUB's max() / lowest() of the input type
         fn = fin = K.reduce_known_fixed
         init = 0 if op == "add" else acc.max if op == "min" else acc.min
         rest = (acc, op, identity(op, acc))
-        tails = ((init, tile, *rest, xf, has_xf, True), (init, tile, *rest, xf, has_xf, False),
+        tails = ((init, one, *rest, xf, has_xf, True), (init, tile, *rest, xf, has_xf, False),
                  (init, final_tile, *rest, _no_transform, False, True))
     elif kind == "known":
         fn = fin = K.reduce_known
         rest = (acc, op, identity(op, acc))
-        tails = ((tile, *rest, xf, has_xf, True), (tile, *rest, xf, has_xf, False),
+        tails = ((one, *rest, xf, has_xf, True), (tile, *rest, xf, has_xf, False),
                  (final_tile, *rest, _no_transform, False, True))
     else:
         fn = fin = K.reduce_user
-        tails = ((tile, acc, op, xf, has_xf, True), (tile, acc, op, xf, has_xf, False),
+        tails = ((one, acc, op, xf, has_xf, True), (tile, acc, op, xf, has_xf, False),
                  (final_tile, acc, op, _no_transform, False, True))
-    return _Plan(kind, acc, policy, target, kernel_for(fn, policy.block_threads),
-                 kernel_for(fin, policy.final_block_threads), tails)
+    return _Plan(kind, acc, policy, target, kernel_for(fn, policy.single_block_threads),
+                 kernel_for(fn, policy.block_threads), kernel_for(fin, policy.final_block_threads),
+                 tails)
 
 
 def _plan(kind: str, in_dtype: DType, acc: DType, op: Any, target: Target, wide: bool,
@@ -178,12 +180,6 @@ def _plan(kind: str, in_dtype: DType, acc: DType, op: Any, target: Target, wide:
         plan = _plans[cache_key] = _make_plan(kind, in_dtype, acc, op, target, wide, transform,
                                               max_)
     return plan
-
-
-
-
-
-
 
 
 def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any,

@@ -203,6 +203,11 @@ REDUCE = AlgorithmSchema(
               grid=tuple(1 << e for e in range(12, 19)), tuned=False),
         Param("final_block_threads", 32, 1024, True,
               "threads of the single-block pass over the first pass's partials"),
+        Param("single_block_threads", 32, 1024, True,
+              "threads of the single-block kernel that reduces inputs of at most "
+              "single_block_max_items items (tile = single_block_threads * "
+              "items_per_thread): it runs alone on one SM, so more threads keep more "
+              "loads in flight"),
     ),
     key_fields=(
         KeyField("value_size", (1, 2, 4, 8), "bytes per input item"),
