@@ -2,8 +2,9 @@
 for float sums, exact for integers): every entry point, both kernels (rows:
 several segments per block; long: aligned tiles, one or several blocks per
 segment), dtypes, empty/one-item/long/uneven/overlapping/unordered segments,
-int32 and int64 offsets, NaN and ties, the two-phase protocol and argument
-errors. Small policies (a 64-item rows tile, 32-item long tiles) make the
+int32 and int64 offsets (int64 ones clamped into int32 arrays before a rows
+kernel, or not: the same bits), NaN and ties, the two-phase protocol and
+argument errors. Small policies (a 64-item rows tile, 32-item long tiles) make the
 interpreter run many blocks on small inputs; every launch is also compiled for
 sm_80 and sm_90 (the suite's conftest)."""
 import operator
@@ -16,6 +17,7 @@ import tilecore as ct
 import tilecore.algorithms as A
 from tilecore.algorithms import DeviceSegmentedReduce as S
 from tilecore.dispatch import override_policy
+from tilecore.dispatch.hub import policy_fields
 from tilecore.dispatch.segmented_policy import choose_shape, select_segmented_policy
 
 RNG = np.random.default_rng(4321)
@@ -340,7 +342,7 @@ def test_size_query_launches_nothing(monkeypatch):
              S.arg_max(None, x, v, i, 3, off[:-1], off[1:]),
              S.reduce(None, x, out, 3, off[:-1], off[1:], user_add, 0)]
     assert all(isinstance(s, int) and s >= 1 for s in sizes)
-    assert sizes[0] > 1 and sizes[2] == 1
+    assert sizes[0] > 1 and sizes[2] == 256    # arg_max (rows): its 4 int64 offsets as int32
     assert (out == 3).all()
 
 
@@ -430,7 +432,9 @@ def test_policy_rows_waves_keep_the_grid_full():
     assert choose_shape(w, 1 << 20, 1 << 27, 132, False) == ("rows", 8, 128, 1, 1)  # user/arg
     p32 = select_segmented_policy(90, {"value_size": 4, "op": "add", "accum": "float32",
                                        "offset_size": 4})
-    assert p32 == p                     # one policy for int32 and int64 offsets
+    # one policy for int32 and int64 offsets (the sm_90 table's int32 row, measured, is
+    # another source of the same fields)
+    assert policy_fields(p32) == policy_fields(p)
 
 
 # --- the rows kernels' new paths: row-group waves, 64-bit bounds ------------------------------
@@ -482,3 +486,152 @@ def test_wide_rows_kernels_with_64_bit_bounds(kernel, monkeypatch):
     with policy(kernel):
         run(S.arg_max, x, v, i, n, begins, ends)
     assert i.tolist() == [int(np.argmax(x[b:e])) if e > b else 1 for b, e in zip(begins, ends)]
+
+
+# --- int64 offsets clamped into int32 arrays before a rows kernel (convert_offsets) -----------
+REAL_LAUNCH = ct.launch
+
+
+def launched(monkeypatch, method, *args):
+    """The two-phase call (as `run`), returning the names of the kernels it launched
+    and their grids."""
+    calls = []
+
+    def record(stream, grid, kernel, kargs):
+        calls.append((kernel.__name__, grid))
+        return REAL_LAUNCH(stream, grid, kernel, kargs)
+    monkeypatch.setattr(ct, "launch", record)
+    run(method, *args)
+    monkeypatch.setattr(ct, "launch", REAL_LAUNCH)
+    return calls
+
+
+def wild_offsets(layout, n, size):
+    """int64 (begins, ends) of n segments over `size` items, some out of range
+    (negative, past size, past 2**31 and 2**32; some whose low 32 bits are an
+    offset in range, so a wrapping conversion would show), some empty or
+    inverted: views of one offsets array ("shifted") or two separate arrays.
+    The first segment is in range (shifted) or the whole input (separate)."""
+    if layout == "shifted":
+        off = offsets(RNG.integers(0, 9, n), np.int64)
+        off[2::5] = np.resize([-7, 2**31 + 5, size + 50, 2**32 + 9, -2**32 + 99, 2**40],
+                              off[2::5].size)
+        return off[:-1], off[1:]
+    begins = RNG.integers(-20, size + 20, n)
+    ends = begins + RNG.integers(-5, 30, n)
+    for s, (b, e) in enumerate([(-2**32 + 3, 2**33), (2**31 + 3, 2**31 + 9), (5, -1), (-9, 5),
+                                (-2**40, 2**32 + 40)]):
+        if s * 7 < n:
+            begins[s * 7], ends[s * 7] = b, e
+    return begins.astype(np.int64), ends.astype(np.int64)
+
+
+def clamped(x, begins, ends):
+    """The segments' bounds as the kernels read them: clamped to [0, len(x)]."""
+    return np.clip(begins, 0, x.size), np.clip(ends, 0, x.size)
+
+
+@pytest.mark.parametrize("layout", ["shifted", "separate"])
+@pytest.mark.parametrize("n", [1, 37, 300])
+def test_int64_offsets_clamped_once_give_the_same_bits(monkeypatch, layout, n):
+    """Every rows kernel (sum, min, max: rows_known; arg_max: rows_arg; a user
+    operator: rows_user) with int64 offsets, converted first (convert_offsets=1)
+    and not (0): the same bits, equal to NumPy on the clamped bounds. With 300
+    segments the shifted offsets take two clamp_offsets blocks (256-offset tiles)."""
+    x = data(np.float32, 400)
+    xi = data(np.int32, 400, -1000, 1000)
+    begins, ends = wild_offsets(layout, n, x.size)
+    b, e = clamped(x, begins, ends)
+    got, kernels = {}, {}
+    for convert in (0, 1):
+        out = {k: np.zeros(n, np.float32) for k in ("sum", "min", "max", "arg_max")}
+        out["index"] = np.zeros(n, np.int64)
+        out["user"] = np.zeros(n, np.int32)
+        with policy("rows"), override_policy("segmented_reduce", convert_offsets=convert):
+            calls = launched(monkeypatch, S.sum, x, out["sum"], n, begins, ends)
+            for name in ("min", "max"):
+                run(getattr(S, name), x, out[name], n, begins, ends)
+            run(S.arg_max, x, out["arg_max"], out["index"], n, begins, ends)
+            run(S.reduce, xi, out["user"], n, begins, ends, user_add, np.int32(3))
+        got[convert], kernels[convert] = out, calls
+    for k in got[0]:
+        assert got[0][k].tobytes() == got[1][k].tobytes(), k
+    out = got[1]
+    assert_sums(out["sum"], x, b, e, np.float32)
+    fmax = float(np.finfo(np.float32).max)
+    assert out["min"].tolist() == ref_fold(x, b, e, np.min, fmax)
+    assert out["max"].tolist() == ref_fold(x, b, e, np.max, -fmax)
+    assert out["arg_max"].tolist() == ref_fold(x, b, e, np.max, -fmax)
+    assert out["index"].tolist() == ref_fold(x, b, e, np.argmax, 1)
+    assert out["user"].tolist() == [3 + int(xi[p:q].sum()) if q > p else 3 for p, q in zip(b, e)]
+    # the sum's launches: the clamp once for shifted views (n + 1 offsets, 256 a
+    # block), once per array otherwise (n each)
+    count = n + 1 if layout == "shifted" else n
+    clamps = [("clamp_offsets", (-(-count // 256),))] * (1 if layout == "shifted" else 2)
+    assert kernels[0] == kernels[1][len(clamps):]
+    assert kernels[1][:len(clamps)] == clamps and kernels[0][0][0] == "rows_known"
+
+
+def test_offsets_clamped_only_for_narrow_int64_rows_kernels(monkeypatch):
+    """clamp_offsets runs before a rows kernel with int64 offsets on narrow inputs
+    and convert_offsets=1 (once per int64 array unless they are shifted views);
+    int32 offsets, the long kernels, wide inputs (2**30 items or segments, forced
+    here) and convert_offsets=0 run as before, with 1 byte of temporary storage.
+    Temporary storage: the int32 offsets, each array 256-byte aligned."""
+    from tilecore.algorithms import segmented_reduce as SR
+    off = offsets(UNEVEN)
+    n = len(UNEVEN)
+    x = data(np.float64, int(off[-1]))
+    out = np.zeros(n, np.float64)
+
+    def kernels(begins, ends, kernel="rows", **over):
+        with policy(kernel), override_policy("segmented_reduce", **over):
+            nbytes = S.sum(None, x, out, n, begins, ends)
+            names = [k for k, _ in launched(monkeypatch, S.sum, x, out, n, begins, ends)]
+        assert_sums(out, x, np.clip(begins, 0, x.size), np.clip(ends, 0, x.size), np.float64)
+        return nbytes, names
+
+    i32 = off.astype(np.int32)
+    assert kernels(off[:-1], off[1:]) == (256, ["clamp_offsets", "rows_known"])   # 16 int32
+    assert kernels(off[:-1].copy(), off[1:].copy()) == (512, ["clamp_offsets"] * 2 +
+                                                        ["rows_known"])
+    assert kernels(off[:-1], i32[1:]) == (256, ["clamp_offsets", "rows_known"])   # begins only
+    assert kernels(i32[:-1], i32[1:]) == (1, ["rows_known"])
+    assert kernels(off[:-1], off[1:], convert_offsets=0) == (1, ["rows_known"])
+    assert kernels(off[:-1], off[1:], "long") == (1, ["long_known"])
+    strided = np.zeros((n + 1, 2), np.int64)
+    strided[:, 0] = off
+    col = strided[:, 0]                                     # shifted views, a 16-byte stride
+    assert kernels(col[:-1], col[1:]) == (256, ["clamp_offsets", "rows_known"])
+    pairs = np.stack([off[:-1], off[1:]], 1)                # ends 8 bytes after the begins
+    assert kernels(pairs[:, 0], pairs[:, 1]) == (512, ["clamp_offsets"] * 2 + ["rows_known"])
+    assert kernels(off[1:], off[:-1]) == (512, ["clamp_offsets"] * 2 + ["rows_known"])
+    rev = off[::-1]                                         # negative strides
+    assert kernels(rev[1:], rev[:-1]) == (512, ["clamp_offsets"] * 2 + ["rows_known"])
+    assert kernels(rev[:-1], rev[1:]) == (256, ["clamp_offsets", "rows_known"])  # all empty
+    empty = np.zeros(0, np.int64)
+    with policy("rows"):
+        assert run(S.sum, x, out, 0, empty, empty) == 1                 # nothing to convert
+    monkeypatch.setattr(SR, "_NARROW_LIMIT", 0)
+    assert kernels(off[:-1], off[1:]) == (1, ["rows_known"])
+
+
+@pytest.mark.interpreter_only
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_clamp_offsets_compiles_with_the_shipped_policy(monkeypatch, arch):
+    """The kernels a float32 sum of 1000 segments of ~128 items launches with the
+    shipped policy for `arch` (clamp_offsets, then the rows kernel on int32
+    bounds), for shifted views and for two arrays, compile under NVRTC without
+    spilling. Launches are captured instead of run."""
+    monkeypatch.setenv("TILECORE_ARCH", arch)              # the interpreter takes arch's policy
+    off = offsets(RNG.integers(100, 157, 1000))
+    x = np.zeros(int(off[-1]), np.float32)
+    out = np.zeros(1000, np.float32)
+    for begins, ends, clamps in ((off[:-1], off[1:], 1), (off[:-1].copy(), off[1:].copy(), 2)):
+        calls = []
+        monkeypatch.setattr(ct, "launch", lambda s, g, kernel, a: calls.append((kernel, a)))
+        run(S.sum, x, out, 1000, begins, ends)
+        assert [k.__name__ for k, _ in calls] == ["clamp_offsets"] * clamps + ["rows_known"]
+        for kernel, args in calls:
+            ck = ct.compile(kernel, args, arch=arch)
+            assert ck.stack_bytes == 0, f"{kernel.__name__}: spills ({ck.stack_bytes} bytes)"

@@ -18,7 +18,7 @@ REDUCE_BASE = {"block_threads": 256, "items_per_thread": 16, "blocks_per_sm": 4,
 SEG_BASE = {"block_threads": 128, "rows_items_per_thread": 8, "min_row_items": 32,
             "rows_waves": 1, "long_block_threads": 256, "long_items_per_thread": 32,
             "long_min_items_per_thread": 8, "long_min_avg_items": 1024,
-            "split_min_blocks_per_sm": 4}
+            "split_min_blocks_per_sm": 4, "convert_offsets": 1}
 BASES = {"reduce": REDUCE_BASE, "scan": SCAN_BASE, "segmented_reduce": SEG_BASE}
 
 

@@ -15,6 +15,9 @@ segments may overlap, leave gaps or come in any order. Two kernels:
   before the first items load); with NARROW (the host's choice: d_in and
   the segment count below 2**30) bounds and indices are int32 whatever the
   offsets' dtype, so int64 offsets cost no 64-bit arithmetic per item.
+  `clamp_offsets` does row_bounds' NARROW clamp once per offset ahead of a
+  rows kernel, into int32 arrays (the host's choice for int64 offsets,
+  policy convert_offsets): the rows kernel then gathers 32-bit bounds.
 - long (`long_known`): one block per segment (or SPLIT blocks per segment,
   FINAL=False) folding aligned TILE-item tiles of d_in with vector loads:
   the tiles wholly inside the segment unmasked, the first and last masked.
@@ -32,7 +35,7 @@ import tilecore as ct
 
 from .reduce_kernels import before, combine_known
 
-__all__ = ["rows_known", "rows_user", "rows_arg", "long_known", "split_final"]
+__all__ = ["rows_known", "rows_user", "rows_arg", "long_known", "split_final", "clamp_offsets"]
 
 ZERO = ct.PaddingMode.ZERO
 BIG = 9223372036854775807
@@ -55,6 +58,17 @@ def row_bounds(begins, ends, s, num_segments, size, NARROW):
         beg = ct.astype(ct.minimum(ct.maximum(beg, 0), size), ct.int64)
         end = ct.astype(ct.minimum(ct.maximum(end, 0), size), ct.int64)
     return beg, ct.where(live & (end > beg), end - beg, 0)
+
+
+@ct.kernel
+def clamp_offsets(src, dst, size, TILE: ct.Constant[int]):
+    """dst[i] = src[i] clamped to [0, size], as int32 (size, d_in's length, is
+    below 2**30): block b converts tile b. Exactly row_bounds' NARROW clamp, so
+    a rows kernel given dst finds the bounds it would have computed from src
+    (and clamps them again, a no-op). Items past dst's end are dropped."""
+    b = ct.bid(0)
+    v = ct.load(src, index=(b,), shape=(TILE,), padding_mode=ZERO)
+    ct.store(dst, index=(b,), tile=ct.astype(ct.minimum(ct.maximum(v, 0), size), ct.int32))
 
 
 @ct.function

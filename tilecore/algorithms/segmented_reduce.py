@@ -13,6 +13,13 @@ the policy (dispatch.segmented_policy) and kernels; `_run` chooses the
 kernel's shape from what the host knows (segments, d_in's length, SM count),
 lays out the temporary storage (dispatch.temp_storage) and launches; the
 kernels are in segmented_kernels.py.
+
+Int64 offsets of a rows kernel on narrow inputs (d_in and the segment count
+below 2**30) are first clamped into int32 arrays of the temporary storage
+(`clamp_offsets`, policy convert_offsets), once per offset instead of once per
+element of the rows kernel's tiles: `offsets[:-1]`, `offsets[1:]` of one array
+as num_segments + 1 values read once (two views of one int32 array), other
+offsets array by array.
 """
 from __future__ import annotations
 
@@ -27,9 +34,10 @@ from ..dispatch import overrides
 from ..dispatch.segmented_policy import SegmentedPolicy, Shape, choose_shape, \
     select_segmented_policy
 from ..dispatch.target import Target
-from ..dispatch.temp_storage import Layout
+from ..dispatch.temp_storage import Alias, Layout
 from ..language import dtypes as D
 from ..language.dtypes import DType
+from ..runtime import DeviceArray
 from ..tunings import lookup as tuning_lookup
 from . import segmented_kernels as K
 from .shared import check_dtype, kernel_for, target_of, temp_buffer
@@ -42,6 +50,7 @@ __all__ = ["DeviceSegmentedReduce"]
 OFFSET_DTYPES = (D.int32, D.int64)
 _MAX_SEGMENTS = (1 << 31) - 1
 _NARROW_LIMIT = 1 << 30     # d_in's length and the segment count below it: int32 row kernels
+CLAMP_ITEMS = 8             # offsets per thread of clamp_offsets (block_threads threads)
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,7 @@ class _Plan:
     rows: Any                   # Kernel objects: rows and final with policy.block_threads,
     long: Any                   # long with policy.long_block_threads
     final: Any
+    clamp: Any                  # clamp_offsets with policy.block_threads
 
     def shape(self, num_segments: int, num_items: int) -> Shape:
         return choose_shape(self.policy, num_segments, num_items, self.target.sm_count,
@@ -81,7 +91,8 @@ def _plan(kind: str, in_dtype: DType, acc: DType, op: Any, target: Target,
         ident = identity(op, acc) if kind != "user" else None
         plan = _plans[cache_key] = _Plan(kind, acc, op, policy, target, ident, kernel_for(rows, t),
                                          kernel_for(K.long_known, policy.long_block_threads),
-                                         kernel_for(K.split_final, t))
+                                         kernel_for(K.split_final, t),
+                                         kernel_for(K.clamp_offsets, t))
     return plan
 
 
@@ -130,13 +141,63 @@ def _ingest(d_in, outs: list[tuple[str, Any]], num_segments, d_begin_offsets, d_
     return a_in, [a for _, a in a_outs], n, a_b, a_e, target, wide
 
 
-def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, a_in: Arg, begins,
-         ends, outs: tuple, init: Any) -> int:
+def _address(a: Arg) -> tuple[int, int]:
+    """(address of a's first element, its stride in bytes)."""
+    if a.host:
+        return a.obj.__array_interface__["data"][0], a.obj.strides[0]
+    return a.fields[0], a.fields[2][0] * a.dtype.itemsize
+
+
+def _shifted(a_b: Arg, a_e: Arg) -> bool:
+    """True when the ends are the begins shifted by one element (`offsets[:-1]`,
+    `offsets[1:]` of one array): one dtype and stride, the ends' first element
+    one stride after the begins'. Then the begins' first num_segments + 1
+    elements are every offset."""
+    (pb, sb), (pe, se) = _address(a_b), _address(a_e)
+    return a_b.dtype == a_e.dtype and sb == se and pe == pb + sb
+
+
+def _extended(a: Arg, count: int) -> Any:
+    """A view of `count` elements of a's memory from its first element, with
+    its stride (past a's end when a is the begins of shifted offsets: the
+    ends' memory)."""
+    ptr, stride = _address(a)
+    if a.host:
+        return np.lib.stride_tricks.as_strided(a.obj, (count,), (stride,), writeable=False)
+    return DeviceArray(ptr, (count,), (a.fields[2][0],), a.dtype, a.device_id)
+
+
+def _head_tail(a: Any, n: int) -> tuple[Any, Any]:
+    """a's first n elements and its last n (a has n + 1, unit stride)."""
+    if a.__class__ is DeviceArray:
+        return a._replace(shape=(n,)), a._replace(ptr=a.ptr + a.dtype.itemsize, shape=(n,))
+    return a[:n], a[1:]
+
+
+def _conversions(layout: Layout, a_b: Arg, a_e: Arg, n: int) -> list[tuple[str, Alias]]:
+    """The int64 offsets to clamp into int32 arrays, each with its alias in
+    `layout`: ("both", n + 1 int32) for shifted offsets, else ("begins", n)
+    and/or ("ends", n) for each int64 array (an int32 one is used as it is)."""
+    if a_b.dtype == D.int64 and _shifted(a_b, a_e):
+        return [("both", layout.slot(1).alias(D.int32, n + 1))]
+    return [(name, layout.slot(i).alias(D.int32, n))
+            for i, (name, a) in enumerate((("begins", a_b), ("ends", a_e)), 1)
+            if a.dtype == D.int64]
+
+
+def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, a_in: Arg, a_b: Arg,
+         a_e: Arg, outs: tuple, init: Any) -> int:
     shape = plan.shape(n, a_in.size)
-    layout = Layout(1)
+    # int32 bounds and indices in the rows kernels (whatever the offsets' dtype) while
+    # every index they form stays below 2**31
+    narrow = a_in.size < _NARROW_LIMIT and n < _NARROW_LIMIT
+    layout = Layout(3)          # split partials; clamped begins (or both); clamped ends
     split = shape.kind == "long" and shape.split > 1
     if split:
         partials = layout.slot(0).alias(plan.acc, n * shape.split)
+    conversions = []
+    if n and narrow and shape.kind == "rows" and plan.policy.convert_offsets == 1:
+        conversions = _conversions(layout, a_b, a_e, n)
     needed = layout.size()
     if temp_storage is None:
         return needed
@@ -148,9 +209,18 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, a_in: 
         stream = None
     x = a_in.obj
     launch = ct.launch
-    # int32 bounds and indices in the rows kernels (whatever the offsets' dtype) while
-    # every index they form stays below 2**31
-    narrow = a_in.size < _NARROW_LIMIT and n < _NARROW_LIMIT
+    begins, ends = a_b.obj, a_e.obj
+    for which, alias in conversions:
+        dst = buf.view(alias)
+        src = _extended(a_b, n + 1) if which == "both" else (a_b if which == "begins" else a_e).obj
+        tile = plan.policy.block_threads * CLAMP_ITEMS
+        launch(stream, (-(-alias.count // tile),), plan.clamp, (src, dst, a_in.size, tile))
+        if which == "both":
+            begins, ends = _head_tail(dst, n)
+        elif which == "begins":
+            begins = dst
+        else:
+            ends = dst
     if plan.kind == "arg":
         out_v, out_i = outs
         launch(stream, (-(-n // shape.segs),), plan.rows,
@@ -201,7 +271,7 @@ def _reduce(temp_storage, d_in, d_out, num_segments, d_begin_offsets, d_end_offs
     init_value = as_scalar(init, acc, "init")
     kind = "known" if name is not None else "user"
     plan = _plan(kind, a_in.dtype, acc, name if name is not None else op, target, wide)
-    return _run(plan, temp_storage, a_in.host, stream, n, a_in, a_b.obj, a_e.obj, (a_out.obj,),
+    return _run(plan, temp_storage, a_in.host, stream, n, a_in, a_b, a_e, (a_out.obj,),
                 init_value)
 
 
@@ -219,7 +289,7 @@ def _arg(temp_storage, d_in, d_out_value, d_out_index, num_segments, d_begin_off
     # or lowest() (arg_max), the largest finite values for floats.
     empty = dt.numpy_dtype.type(dt.min if max_ else dt.max)
     plan = _plan("arg", dt, dt, "max" if max_ else "min", target, wide)
-    return _run(plan, temp_storage, a_in.host, stream, n, a_in, a_b.obj, a_e.obj,
+    return _run(plan, temp_storage, a_in.host, stream, n, a_in, a_b, a_e,
                 (a_v.obj, a_i.obj), empty)
 
 
