@@ -77,3 +77,15 @@ def test_pool_compiles_in_a_worker(tmp_path, monkeypatch):
     assert any(tmp_path.rglob("*")), "nothing written to the worker's disk cache"
     with pytest.raises(ValueError, match="workers"):
         CompilePool("sm_90", 132, workers=0)
+
+
+def test_prefetch_soon_goes_ahead_of_speculative_jobs(monkeypatch):
+    """The search's next candidates (soon) queue before speculative jobs, in
+    their own order; a job queued twice stays one job."""
+    with CompilePool("sm_90", 132, workers=1) as pool:
+        monkeypatch.setattr(pool, "_feed", lambda: None)      # keep everything queued
+        pool.prefetch(["spec1", "spec2"])
+        pool.prefetch(["next1", "next2", "spec2"], soon=True)
+        assert list(pool._queue) == ["next1", "next2", "spec2", "spec1"]
+        pool.prefetch(["spec1"])
+        assert list(pool._queue) == ["next1", "next2", "spec2", "spec1"]

@@ -281,3 +281,40 @@ def test_resume_after_a_crash_while_measuring_the_enqueued_policy(tmp_path):
         assert r.trials == len(rec.calls) == 5
         # the cut-off trials are closed (failed), not left running for the dashboard
         assert again.get_trials(states=(optuna.trial.TrialState.RUNNING,)) == []
+
+
+@pytest.mark.parametrize("strategy", ["tpe+polish", "exhaustive"])
+def test_lookahead_prefetches_the_next_candidates_without_changing_the_search(strategy):
+    """prefetch gets the configs asked (TPE) or listed (exhaustive) ahead, each
+    before it is measured; the search measures the same configs in the same
+    order with or without it; no trial is left running."""
+    sp = space() if strategy == "tpe+polish" else space(("mode", "group_tiles"))
+    plain, fed = Recorder(), Recorder()
+    prefetched = []
+
+    def prefetch(configs):
+        assert configs and all(tuple(c.items()) not in fed.idents() for c in configs)
+        prefetched.append([tuple(c.items()) for c in configs])
+
+    studies = study(), study()
+    a = run_search(sp, plain, budget=30, study=studies[0], strategy=strategy, seed=3)
+    b = run_search(sp, fed, budget=30, study=studies[1], strategy=strategy, seed=3,
+                   prefetch=prefetch)
+    assert plain.idents() == fed.idents() and a.trials == b.trials
+    ahead = {c for batch in prefetched for c in batch}
+    measured = fed.idents()
+    assert len(prefetched) >= 5 and len(ahead & set(measured[1:])) >= len(measured) // 2
+    for s in studies:
+        assert not s.get_trials(states=(optuna.trial.TrialState.RUNNING,))
+    if strategy == "exhaustive":       # the next LOOKAHEAD configs of the space's order
+        order = [tuple(c.items()) for c in sp.configs()]
+        assert prefetched[0] == order[1:4]
+
+
+def test_lookahead_zero_asks_one_trial_at_a_time():
+    rec = Recorder()
+    got = run_search(space(), rec, budget=12, study=study(), strategy="tpe", seed=1,
+                     lookahead=0, prefetch=lambda cs: pytest.fail("nothing is ahead"))
+    assert got.trials == 12
+    with pytest.raises(ValueError, match="lookahead"):
+        run_search(space(), rec, budget=3, study=study(), lookahead=-1)

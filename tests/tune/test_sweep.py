@@ -96,7 +96,7 @@ class RunTimeModel:
         timers = {name: self.ms(p, case) for name, p in policies.items()}
         return M.interleaved(calls, rounds=rounds, timer=_ByName(timers, calls))
 
-    def prefetch(self, policies):
+    def prefetch(self, policies, soon=False):
         pass
 
     def close(self):
@@ -395,7 +395,7 @@ class SlowPool:
         time.sleep(self.seconds)
         return []
 
-    def prefetch(self, jobs):
+    def prefetch(self, jobs, soon=False):
         pass
 
 

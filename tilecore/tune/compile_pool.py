@@ -27,7 +27,8 @@ What makes the recorded launches the GPU's own:
 
 `CompilePool` keeps at most `workers` jobs running: `wait(jobs)` puts its jobs
 at the head of the queue (the candidate the GPU times next) and `prefetch`
-queues speculative ones behind them (the search's likely next candidates).
+queues others: the search's next candidates (`soon`) right behind them, then
+speculative ones (the neighbours of the best so far).
 A job's failure (a compile error, a resource limit the compiler reports) comes
 back as `CompileResult.error`; the pool itself never raises for a candidate.
 """
@@ -170,11 +171,19 @@ class CompilePool:
             self._queue.append(job)
         return f
 
-    def prefetch(self, jobs: Iterable[CompileJob]) -> None:
-        """Queue `jobs` behind those queued already (speculative work)."""
+    def prefetch(self, jobs: Iterable[CompileJob], soon: bool = False) -> None:
+        """Queue `jobs` behind those queued already (speculative work), or with
+        `soon` ahead of them (the search's next candidates, needed before any
+        speculative job)."""
         with self._lock:
+            jobs = list(jobs)
             for job in jobs:
                 self._future(job)
+            if soon:
+                for job in reversed(jobs):
+                    if job not in self._running and not self._futures[job].done():
+                        self._queue.remove(job)
+                        self._queue.appendleft(job)
             self._feed()
 
     def wait(self, jobs: Sequence[CompileJob], timeout: float) -> list[CompileResult]:

@@ -119,7 +119,8 @@ class Bench(Protocol):
     """The measurement of one workload at the sweep's sizes: `cases` in size
     order; `run(policy)` enters a complete policy for a candidate's work;
     `interleaved` re-measures several policies on one case round-robin;
-    `prefetch` may compile policies ahead (or do nothing); `close` frees the
+    `prefetch` may compile policies ahead (or do nothing; `soon`: the search's
+    next candidates, before speculative ones); `close` frees the
     buffers. Any method may raise: the sweep records a failed candidate."""
     cases: Sequence[CaseInfo]
 
@@ -128,7 +129,7 @@ class Bench(Protocol):
     def interleaved(self, policies: dict[str, dict], case: int,
                     rounds: int) -> dict[str, M.Measurement]: ...
 
-    def prefetch(self, policies: Sequence[dict]) -> None: ...
+    def prefetch(self, policies: Sequence[dict], soon: bool = False) -> None: ...
 
     def close(self) -> None: ...
 
@@ -162,9 +163,9 @@ class CaseBench:
         from .compile_pool import CompileJob
         return [CompileJob.of(self.workload, c.n, c.segments, policy) for c in self._cases]
 
-    def prefetch(self, policies: Sequence[dict]) -> None:
+    def prefetch(self, policies: Sequence[dict], soon: bool = False) -> None:
         if self._pool is not None:
-            self._pool.prefetch([job for p in policies for job in self._jobs(p)])
+            self._pool.prefetch([job for p in policies for job in self._jobs(p)], soon)
 
     @contextlib.contextmanager
     def run(self, policy: dict) -> Iterator[BenchRun]:
@@ -553,8 +554,8 @@ class _Timed:
         with self._clock():
             return self._bench.interleaved(policies, case, rounds)
 
-    def prefetch(self, policies: Sequence[dict]) -> None:
-        self._bench.prefetch(policies)
+    def prefetch(self, policies: Sequence[dict], soon: bool = False) -> None:
+        self._bench.prefetch(policies, soon)
 
     def close(self) -> None:
         self._totals.throttled_samples += getattr(getattr(self._bench, "timer", None),
@@ -663,7 +664,8 @@ def _search(cfg: SweepConfig, w: Workload, space: SearchSpace, bench: Bench,
     enqueue = [baseline] + ([older] if older else [])
     found = run_search(space, evaluator, budget=cfg.trials, study=study, enqueue=enqueue,
                        strategy=cfg.strategy, seed=cfg.seed, on_trial=on_trial,
-                       deadline=deadline)
+                       deadline=deadline,
+                       prefetch=lambda cs: bench.prefetch([space.complete(c) for c in cs], True))
     outcome.trials = found.trials
     try:
         entry = _finalists(w, space, bench, base, cfg.sizes, baseline, found.evaluations)
