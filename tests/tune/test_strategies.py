@@ -6,7 +6,7 @@ import math
 import optuna
 import pytest
 
-from tilecore.tune.strategies import Evaluation, run_search
+from tilecore.tune.strategies import LOOKAHEAD, Evaluation, run_search
 from tilecore.tune.space import space_for
 
 from tune_helpers import SCAN_KEY, SCAN_BASE
@@ -308,7 +308,7 @@ def test_lookahead_prefetches_the_next_candidates_without_changing_the_search(st
         assert not s.get_trials(states=(optuna.trial.TrialState.RUNNING,))
     if strategy == "exhaustive":       # the next LOOKAHEAD configs of the space's order
         order = [tuple(c.items()) for c in sp.configs()]
-        assert prefetched[0] == order[1:4]
+        assert prefetched[0] == order[1:1 + LOOKAHEAD]
 
 
 def test_lookahead_zero_asks_one_trial_at_a_time():
