@@ -6,6 +6,7 @@ import functools
 import hashlib
 import os
 import re
+import threading
 from pathlib import Path
 from typing import Optional
 
@@ -50,13 +51,25 @@ def _excerpt(source: str, line: int) -> str:
 COMPACT_FAST_COMPILE: Optional[str] = "min"
 
 
+_IMPORT_LOCK = threading.Lock()
+
+
+def _program_api() -> tuple:
+    """cuda.core's (Program, ProgramOptions), imported on first use (not with
+    tilecore) under a lock: cuda.core resolves them lazily, and two threads
+    importing them at once (compiles in several threads, which NVRTC allows:
+    it releases the GIL) found the module half-initialized on the H100 host."""
+    with _IMPORT_LOCK:
+        from cuda.core import Program, ProgramOptions
+    return Program, ProgramOptions
+
+
 def _compile(source: str, arch: str, opt_level: int, name: str,
              fast_compile: Optional[str] = None) -> bytes:
     """The cubin (cuda.core raises NVRTCError, with the log, on failure).
     `fast_compile` is ptxas's -Ofc level ("min", "mid", "max"), in place of its
     -O level."""
-    from cuda.core import Program, ProgramOptions
-
+    Program, ProgramOptions = _program_api()
     opts = ProgramOptions(name=name, arch=arch, std="c++17",
                           include_path=[str(INCLUDE_DIR), _cuda_include_dir()],
                           device_code_optimize=opt_level > 0,
