@@ -3,9 +3,10 @@ first-call goals), beside the peers of the same run.
 
 Table 1, host us per cached call, n = 2^10 .. 2^16 float32: DeviceReduce's
 two-phase calls (sum, min, arg_max, reduce with "add" and a float32 init; a
-cached temporary buffer) and the convenience layer (tilecore.algorithms.sum,
-min, argmax) on CuPy arrays and torch tensors, beside CuPy's x.sum() /
-x.argmax(), torch's t.sum() / t.argmax(), cuda.compute's reusable reduce
+cached temporary buffer), DeviceScan's (inclusive_sum, exclusive_sum) and the
+convenience layer (tilecore.algorithms.sum, min, argmax, cumsum) on CuPy
+arrays and torch tensors, beside CuPy's x.sum() / x.argmax() / cumsum,
+torch's t.sum() / t.argmax() / cumsum, cuda.compute's reusable reduce
 object (when cuda-cccl is installed) and a bare tilecore launch of a one-block
 kernel (the launch floor). "median" is the median host time of one call
 (perf_counter_ns around the call; the stream is synchronized every 200 calls,
@@ -114,7 +115,7 @@ def gpu_cases(n: int) -> dict:
     import cupy as cp
     import tilecore as ct
     import tilecore.algorithms as A
-    from tilecore.algorithms import DeviceReduce as R
+    from tilecore.algorithms import DeviceReduce as R, DeviceScan as S
     from tilecore.samples import vec_add
     cases: dict = {}
     x = cp.random.rand(n, dtype=cp.float32)
@@ -129,7 +130,9 @@ def gpu_cases(n: int) -> dict:
         torch = None
     for name, (a, empty) in libs.items():
         out, v, i = empty(1, np.float32), empty(1, np.float32), empty(1, np.int64)
-        nbytes = max(R.sum(None, a, out, n), R.arg_max(None, a, v, i, n))
+        y = empty(n, np.float32)
+        nbytes = max(R.sum(None, a, out, n), R.arg_max(None, a, v, i, n),
+                     S.inclusive_sum(None, a, y, n), S.exclusive_sum(None, a, y, n))
         temp = empty(nbytes, np.uint8)
         init = np.float32(0)
         cases.update({
@@ -139,9 +142,14 @@ def gpu_cases(n: int) -> dict:
                 lambda a=a, v=v, i=i, tmp=temp: R.arg_max(tmp, a, v, i, n),
             f"two-phase reduce add ({name})":
                 lambda a=a, o=out, tmp=temp: R.reduce(tmp, a, o, n, "add", init),
+            f"two-phase inclusive_sum ({name})":
+                lambda a=a, y=y, tmp=temp: S.inclusive_sum(tmp, a, y, n),
+            f"two-phase exclusive_sum ({name})":
+                lambda a=a, y=y, tmp=temp: S.exclusive_sum(tmp, a, y, n),
             f"algorithms.sum ({name})": lambda a=a: A.sum(a),
             f"algorithms.min ({name})": lambda a=a: A.min(a),
             f"algorithms.argmax ({name})": lambda a=a: A.argmax(a),
+            f"algorithms.cumsum ({name})": lambda a=a: A.cumsum(a),
         })
     # what the convenience layer's result costs (it now allocates 0-d directly and writes
     # it through a DeviceArray of its pointer; it used to allocate 1-d and reshape to 0-d)
@@ -166,10 +174,12 @@ def gpu_cases(n: int) -> dict:
         lambda: cp.cuda.get_current_stream().ptr
     cases["peer: cupy x.sum()"] = lambda: x.sum()
     cases["peer: cupy x.argmax()"] = lambda: x.argmax()
+    cases["peer: cupy cumsum(x)"] = lambda: cp.cumsum(x)
     if torch is not None:
         t = libs["torch"][0]
         cases["peer: torch t.sum()"] = lambda: t.sum()
         cases["peer: torch t.argmax()"] = lambda: t.argmax()
+        cases["peer: torch.cumsum(t, 0)"] = lambda: torch.cumsum(t, 0)
     cub = _cub_reducer(cp, x, cp.empty(1, cp.float32), n)
     if cub is not None:
         cases["peer: cuda.compute reduce_into object"] = cub
@@ -197,7 +207,7 @@ def gpu_table(records: list) -> list:
 def cpu_table(records: list) -> list:
     import tilecore as ct
     import tilecore.algorithms as A
-    from tilecore.algorithms import DeviceReduce as R
+    from tilecore.algorithms import DeviceReduce as R, DeviceScan as S
     rows = []
     real = ct.launch
     try:
@@ -205,14 +215,18 @@ def cpu_table(records: list) -> list:
         for n in (1 << 10, 1 << 16):
             x = np.random.rand(n).astype(np.float32)
             out, v, i = np.zeros(1, np.float32), np.zeros(1, np.float32), np.zeros(1, np.int64)
-            temp = np.zeros(max(R.sum(None, x, out, n), R.arg_max(None, x, v, i, n)), np.uint8)
+            y = np.zeros(n, np.float32)
+            temp = np.zeros(max(R.sum(None, x, out, n), R.arg_max(None, x, v, i, n),
+                                S.inclusive_sum(None, x, y, n)), np.uint8)
             cases = {"size query DeviceReduce.sum(None, ...)": lambda: R.sum(None, x, out, n),
                      "two-phase sum": lambda: R.sum(temp, x, out, n),
                      "two-phase min": lambda: R.min(temp, x, out, n),
                      "two-phase arg_max": lambda: R.arg_max(temp, x, v, i, n),
                      "two-phase reduce add": lambda: R.reduce(temp, x, out, n, "add",
                                                               np.float32(0)),
-                     "algorithms.sum": lambda: A.sum(x), "algorithms.argmax": lambda: A.argmax(x)}
+                     "two-phase inclusive_sum": lambda: S.inclusive_sum(temp, x, y, n),
+                     "algorithms.sum": lambda: A.sum(x), "algorithms.argmax": lambda: A.argmax(x),
+                     "algorithms.cumsum": lambda: A.cumsum(x)}
             for name, fn in cases.items():
                 st = host_us(fn, lambda: None, 20000)
                 rows.append([f"2^{n.bit_length() - 1}", name, round(st["median_us"], 2),
