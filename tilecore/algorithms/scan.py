@@ -23,7 +23,7 @@ from ..dispatch import overrides
 from ..dispatch.scan_policy import (MODE_FENWICK, MODE_GROUPS, MODE_LOOKBACK,
                                     MODE_REDUCE_THEN_SCAN, ScanPolicy, select_scan_policy)
 from ..dispatch.target import Target
-from ..dispatch.temp_storage import Layout
+from ..dispatch.temp_storage import Layout, check_size
 from ..language import dtypes as D
 from ..language.dtypes import DType
 from ..tunings import lookup as tuning_lookup
@@ -71,6 +71,7 @@ class _Plan:
     init_k: Any
     single: dict            # threads -> the single-pass kernel of `mode`
     fitted: dict            # user operators on a GPU: (threads, ...) -> items that do not spill
+    layouts: dict           # (n, items) -> (layout, facts): see layout()
     partials: Any
     downsweep: Any
 
@@ -84,10 +85,26 @@ class _Plan:
 
     def layout(self, n: int, items: Optional[int] = None) -> tuple[Layout, dict]:
         """The temporary-storage layout for n items (`items` per thread, default
-        the plan's) and the launch facts."""
+        the plan's), its aliases at their offsets (a buffer of at least
+        layout.size() bytes holds them), and the launch facts; built once per
+        (n, items) and kept (at most LAYOUTS_KEPT), since a layout costs more
+        host time than the rest of a cached call. facts["bytes"] is
+        layout.size(). Read-only for callers."""
+        key = (n, items or self.items)
+        got = self.layouts.get(key)
+        if got is None:
+            if len(self.layouts) >= LAYOUTS_KEPT:
+                self.layouts.clear()
+            layout, facts = self._build_layout(n, key[1])
+            facts["bytes"] = layout.size()
+            layout.map_to_buffer(facts["bytes"])
+            got = self.layouts[key] = (layout, facts)
+        return got
+
+    def _build_layout(self, n: int, items: int) -> tuple[Layout, dict]:
         p = self.policy
         threads = p.threads_for(n)
-        tile = threads * (items or self.items)
+        tile = threads * items
         tiles = -(-n // tile)
         layout = Layout(4)
         facts = {"tiles": tiles, "tile": tile, "threads": threads}
@@ -143,6 +160,8 @@ _plans: dict[tuple, _Plan] = {}
 EXCL_USER_ITEMS = 32
 # a user operator's tile steps down to no fewer items per thread than this when it spills
 FIT_MIN_ITEMS = 8
+# temporary-storage layouts a plan keeps (distinct input sizes called with)
+LAYOUTS_KEPT = 64
 
 
 def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool, wide: bool,
@@ -172,7 +191,7 @@ def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool
         ident = identity(kind, acc) if kind != "user" else 0
         plan = _plans[cache_key] = _Plan(
             in_dtype, acc, kind, op, ident, eq, policy, target, acc.itemsize <= 4, mode, inv,
-            pairs, items, kernel_for(K.scan_init, INIT_THREADS), {}, {},
+            pairs, items, kernel_for(K.scan_init, INIT_THREADS), {}, {}, {},
             kernel_for(K.scan_partials, threads), kernel_for(K.scan_downsweep, threads))
         if mode != MODE_REDUCE_THEN_SCAN:
             plan.kernel(threads)
@@ -281,11 +300,11 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any
     # sized for the smallest tile a spilling user operator may step down to (the most
     # tiles: the largest layout); with one candidate, the layout the launch uses
     layout, facts = plan.layout(n, fits[-1])
-    needed = layout.size()
+    needed = facts["bytes"]
     if temp_storage is None:
         return needed
     buf = temp_buffer(temp_storage, host)
-    layout.map_to_buffer(buf.nbytes)
+    check_size(needed, buf.nbytes)
     if n == 0:
         return needed
     if len(fits) > 1:
@@ -299,7 +318,7 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any
 def _fit(plan: _Plan, fits: tuple[int, ...], buf: Any, stream: Any, n: int, x: Any, keys: Any,
          y: Any, init: Any, exclusive: bool, has_init: bool,
          in_place: bool) -> tuple[Layout, dict]:
-    """The layout (mapped onto `buf`) and launch facts of a user operator's scan
+    """The layout and launch facts of a user operator's scan
     with the most items per thread (of `fits`) whose single-pass kernel does not
     spill on this GPU: the tuning key says "user" whatever the function costs,
     so its row is set for a light one. The kernel is compiled once to find out
@@ -313,7 +332,6 @@ def _fit(plan: _Plan, fits: tuple[int, ...], buf: Any, stream: Any, n: int, x: A
         arch = config.arch() or get_device(plan.target.device_id).arch
         for items in fits:
             layout, facts = plan.layout(n, items)
-            layout.map_to_buffer(buf.nbytes)
             spilled = []
             _launch(plan, layout, facts, buf, stream, n, x, keys, y, init, exclusive, has_init,
                     in_place, lambda s, g, kernel, args: spilled.append(
@@ -322,15 +340,13 @@ def _fit(plan: _Plan, fits: tuple[int, ...], buf: Any, stream: Any, n: int, x: A
             if not any(spilled):
                 break
         plan.fitted[key] = items
-    layout, facts = plan.layout(n, items)
-    layout.map_to_buffer(buf.nbytes)
-    return layout, facts
+    return plan.layout(n, items)
 
 
 def _launch(plan: _Plan, layout: Layout, facts: dict, buf: Any, stream: Any, n: int, x: Any,
             keys: Any, y: Any, init: Any, exclusive: bool, has_init: bool, in_place: bool,
             launch: Any) -> None:
-    """The launches of one scan of n > 0 items with `layout` (mapped onto `buf`)
+    """The launches of one scan of n > 0 items with `layout` (its aliases in `buf`)
     and `facts` (plan.layout's), through `launch` (tilecore.launch, or a
     stand-in that compiles instead)."""
     status = buf.view(layout.slot(0).aliases[0])
