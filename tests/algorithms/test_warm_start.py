@@ -56,7 +56,8 @@ default:
 tunings:
   - match: {value_size: 4}
     params: {items_per_thread: 8}
-    provenance: {gpu: H100, date: "2026-11-25", method: test row, gain: 0.04}
+    provenance: {gpu: H100, date: "2026-11-25", method: test row, gain: 0.04,
+                 sizes: {65536: {old_gbs: 80.0, new_gbs: 83.2, speedup: 1.04}}}
 """
 
 
@@ -81,6 +82,7 @@ def test_the_cached_table_equals_the_parsed_one(table):
     assert (n1, n2) == (1, 0)
     assert cached == parsed
     assert cached.rows[0].provenance["gain"] == 0.04 and cached.rows[0].line == 8
+    assert list(cached.rows[0].provenance["sizes"]) == [65536]    # an int, as in the YAML
     assert cached.default == {"block_threads": 128}
 
 

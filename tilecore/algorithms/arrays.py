@@ -16,7 +16,8 @@ from ..language import dtypes as D
 from ..language.dtypes import DType
 from ..runtime import DeviceArray, array_fields, classify_arg
 
-__all__ = ["Arg", "describe", "same_side", "check_num_items", "as_1d_output"]
+__all__ = ["Arg", "describe", "same_side", "check_num_items", "as_1d_output", "address",
+           "byte_span"]
 
 _kind_by_type: dict[type, str] = {}
 _numpy_dtypes: dict = {}
@@ -92,6 +93,24 @@ def same_side(args: list[tuple[str, Arg]]) -> bool:
         raise ValueError(f"Arguments {names} are on different GPUs ({sorted(devices)}); pass "
                          f"arrays of one device")
     return bool(host)
+
+
+def address(a: Arg) -> tuple[int, int]:
+    """(address of a's first element, the element stride in bytes; 0 for a 0-d
+    array)."""
+    if a.host:
+        o = a.obj
+        return o.__array_interface__["data"][0], (o.strides[0] if o.ndim else 0)
+    return a.fields[0], (a.fields[2][0] * a.dtype.itemsize if a.fields[2] else 0)
+
+
+def byte_span(a: Arg, count: int) -> tuple[int, int, int]:
+    """(first byte address, one past the last byte, element stride in bytes)
+    of a's first `count` elements (count > 0): what overlap checks compare."""
+    ptr, stride = address(a)
+    last = ptr + (count - 1) * stride
+    lo, hi = (ptr, last) if stride >= 0 else (last, ptr)
+    return lo, hi + a.dtype.itemsize, stride
 
 
 def check_num_items(num_items: Any, d_in: Arg, name: str = "num_items",

@@ -44,7 +44,8 @@ from ..dispatch.target import device_target, interpreter_target
 from ..dispatch.temp_storage import Layout
 from ..language import dtypes as D
 from . import reduce_by_key_kernels as K
-from .arrays import Arg, as_1d_output, check_1d, check_num_items, describe, same_side
+from .arrays import Arg, as_1d_output, byte_span, check_1d, check_num_items, describe, \
+    same_side
 from .operators import NUMERIC, check_operand_dtype, op_name, same_function
 from .scan import KEY_DTYPES, DeviceScan, inclusive_temp_bytes
 
@@ -72,20 +73,9 @@ def _check_dtype(a: Arg, name: str, allowed) -> None:
                         f"(expected one of {[d.name for d in allowed]})")
 
 
-def _span(a: Arg, count: int) -> tuple[int, int]:
-    if a.host:
-        ptr, stride = a.obj.__array_interface__["data"][0], (a.obj.strides[0] if a.obj.ndim else 0)
-    else:
-        ptr = a.fields[0]
-        stride = a.fields[2][0] * a.dtype.itemsize if a.fields[2] else 0
-    lo, hi = (ptr, ptr + (count - 1) * stride) if stride >= 0 else \
-        (ptr + (count - 1) * stride, ptr)
-    return lo, hi + a.dtype.itemsize
-
-
 def _check_overlap(outs, ins) -> None:
     """ValueError when an output's elements overlap an input's or another output's."""
-    spans = [(name, a, c, _span(a, c)) for name, a, c in ins + outs if c > 0]
+    spans = [(name, a, c, byte_span(a, c)[:2]) for name, a, c in ins + outs if c > 0]
     n_in = len([1 for _, _, c in ins if c > 0])
     for i in range(n_in, len(spans)):
         name, _, _, (lo, hi) = spans[i]

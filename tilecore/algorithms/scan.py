@@ -29,7 +29,7 @@ from ..language.dtypes import DType
 from ..tunings import lookup as tuning_lookup
 from . import scan_kernels as K
 from .shared import check_dtype, kernel_for, target_of, temp_buffer
-from .arrays import Arg, check_1d, check_num_items, describe
+from .arrays import Arg, byte_span, check_1d, check_num_items, describe
 from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, same_function,
                         scalar_dtype, sum_accumulator)
 
@@ -198,25 +198,14 @@ def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool
     return plan
 
 
-def _span(a: Arg, n: int) -> tuple[int, int, int]:
-    """(first byte address, one past the last byte, element stride in bytes) of
-    a's first n elements."""
-    if a.host:
-        ptr, stride = a.obj.__array_interface__["data"][0], a.obj.strides[0]
-    else:
-        ptr, stride = a.fields[0], a.fields[2][0] * a.dtype.itemsize
-    lo, hi = (ptr, ptr + (n - 1) * stride) if stride >= 0 else (ptr + (n - 1) * stride, ptr)
-    return lo, hi + a.dtype.itemsize, stride
-
-
 def _in_place(a_in: Arg, a_out: Arg, n: int, out_name: str = "d_out",
               in_name: str = "d_in") -> bool:
     """True when d_out is d_in (the same first element and stride); ValueError
     when their first n elements overlap otherwise."""
     if n == 0:
         return False
-    lo_i, hi_i, s_i = _span(a_in, n)
-    lo_o, hi_o, s_o = _span(a_out, n)
+    lo_i, hi_i, s_i = byte_span(a_in, n)
+    lo_o, hi_o, s_o = byte_span(a_out, n)
     if lo_i >= hi_o or lo_o >= hi_i:
         return False
     if lo_i == lo_o and s_i == s_o and a_in.dtype == a_out.dtype:

@@ -41,7 +41,7 @@ from ..runtime import DeviceArray
 from ..tunings import lookup as tuning_lookup
 from . import segmented_kernels as K
 from .shared import check_dtype, kernel_for, target_of, temp_buffer
-from .arrays import Arg, check_1d, describe
+from .arrays import Arg, address, check_1d, describe
 from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, same_function,
                         scalar_dtype, sum_accumulator)
 
@@ -141,19 +141,12 @@ def _ingest(d_in, outs: list[tuple[str, Any]], num_segments, d_begin_offsets, d_
     return a_in, [a for _, a in a_outs], n, a_b, a_e, target, wide
 
 
-def _address(a: Arg) -> tuple[int, int]:
-    """(address of a's first element, its stride in bytes)."""
-    if a.host:
-        return a.obj.__array_interface__["data"][0], a.obj.strides[0]
-    return a.fields[0], a.fields[2][0] * a.dtype.itemsize
-
-
 def _shifted(a_b: Arg, a_e: Arg) -> bool:
     """True when the ends are the begins shifted by one element (`offsets[:-1]`,
     `offsets[1:]` of one array): one dtype and stride, the ends' first element
     one stride after the begins'. Then the begins' first num_segments + 1
     elements are every offset."""
-    (pb, sb), (pe, se) = _address(a_b), _address(a_e)
+    (pb, sb), (pe, se) = address(a_b), address(a_e)
     return a_b.dtype == a_e.dtype and sb == se and pe == pb + sb
 
 
@@ -161,7 +154,7 @@ def _extended(a: Arg, count: int) -> Any:
     """A view of `count` elements of a's memory from its first element, with
     its stride (past a's end when a is the begins of shifted offsets: the
     ends' memory)."""
-    ptr, stride = _address(a)
+    ptr, stride = address(a)
     if a.host:
         return np.lib.stride_tricks.as_strided(a.obj, (count,), (stride,), writeable=False)
     return DeviceArray(ptr, (count,), (a.fields[2][0],), a.dtype, a.device_id)

@@ -66,11 +66,20 @@ def _to_json(table) -> dict:
                       "line": r.line} for r in table.rows]}
 
 
+def _provenance(p: dict) -> dict:
+    """A provenance as the YAML gave it: JSON turned its `sizes` keys (input
+    sizes, ints) into strings."""
+    p = dict(p)
+    if isinstance(p.get("sizes"), dict):
+        p["sizes"] = {int(n): v for n, v in p["sizes"].items()}
+    return p
+
+
 def _from_json(d: dict):
     from .tables import Row, Table
-    rows = tuple(Row(dict(r["match"]), dict(r["params"]), dict(r["provenance"]), int(r["line"]))
-                 for r in d["rows"])
-    return Table(d["algorithm"], int(d["cc"]), d["path"], dict(d["provenance"]),
+    rows = tuple(Row(dict(r["match"]), dict(r["params"]), _provenance(r["provenance"]),
+                     int(r["line"])) for r in d["rows"])
+    return Table(d["algorithm"], int(d["cc"]), d["path"], _provenance(d["provenance"]),
                  dict(d["default"]), rows)
 
 
