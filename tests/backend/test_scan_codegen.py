@@ -193,6 +193,41 @@ int run() {
   return bad != 0;
 }
 
+// tc::tile_fold: each segment's total, against the sequential fold.
+template <int NT, int N, int V, int L>
+int run_fold() {
+  constexpr int P = N / NT;
+  std::vector<A> x(N), out(N / L, A{0, 0});
+  std::vector<int> puts(N / L, 0);
+  for (int i = 0; i < N; ++i) x[i] = A{(unsigned long long)(i * 7 + 3) % 10, 10};
+  std::barrier<> bar(NT);
+  std::vector<unsigned> buf(NT);
+  g_bar = &bar;
+  g_buf = &buf;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < NT; ++t) threads.emplace_back([&, t] {
+    threadIdx.x = t;
+    A y[P];
+    for (int k = 0; k < P; ++k) y[k] = x[((k / V) * NT + t) * V + k % V];
+    for (int again = 0; again < 2; ++again) {  // twice: the shared totals are reused
+      tc::tile_fold<NT, N, V, L>(y, cat, [&](int s, const A& v) {
+        out[s] = v;
+        __atomic_add_fetch(&puts[s], 1, __ATOMIC_RELAXED);
+      });
+      __syncthreads();
+    }
+  });
+  for (auto& th : threads) th.join();
+  int bad = 0;
+  for (int s = 0; s < N / L; ++s) {
+    A acc = x[s * L];
+    for (int i = 1; i < L; ++i) acc = cat(acc, x[s * L + i]);
+    bad += out[s].v != acc.v || out[s].p != acc.p || puts[s] != 2;
+  }
+  if (bad) printf("fold NT=%d N=%d V=%d L=%d: %d wrong\n", NT, N, V, L, bad);
+  return bad != 0;
+}
+
 #define BOTH(NT, N, V, L) fails += run<NT, N, V, L, false>() + run<NT, N, V, L, true>();
 int main() {
   int fails = 0;
@@ -212,6 +247,17 @@ int main() {
   BOTH(256, 8192, 8, 8)
   BOTH(1024, 1024, 1, 1024)  // 32 warps
   BOTH(1024, 8192, 8, 2048)
+  fails += run_fold<32, 32, 1, 32>();       // one warp, one element each
+  fails += run_fold<32, 256, 4, 64>();      // 16-lane groups, 2 rounds
+  fails += run_fold<32, 256, 4, 256>();     // a segment over 2 rounds of one warp
+  fails += run_fold<128, 1024, 4, 1024>();  // 4 warps, 2 rounds
+  fails += run_fold<128, 1024, 4, 256>();   // segments of 2 warps
+  fails += run_fold<128, 1024, 4, 16>();    // 4-lane groups
+  fails += run_fold<256, 2048, 4, 2048>();  // arg_reduce's end of block
+  fails += run_fold<256, 4096, 4, 4096>();  // DeviceReduce's end of block (4 rounds)
+  fails += run_fold<256, 8192, 8, 4096>();  // 4 rounds, 2 per segment
+  fails += run_fold<1024, 8192, 8, 2048>();
+  fails += run_fold<64, 64, 1, 2>();        // pairs of lanes
   printf("%d failures\n", fails);
   return fails != 0;
 }
@@ -221,9 +267,9 @@ int main() {
 @pytest.mark.interpreter_only
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (C++20)")
 def test_tile_scan_on_the_cpu(tmp_path):
-    """The scan algorithm of scan.cuh over every kind of segment (within a chunk,
-    a group of lanes, of warps, whole rounds), forward and reverse, against a
-    sequential scan of a non-commutative operation."""
+    """The scan and fold algorithms of scan.cuh over every kind of segment (within
+    a chunk, a group of lanes, of warps, whole rounds), scans forward and reverse,
+    against a sequential scan and fold of a non-commutative operation."""
     src = tmp_path / "emulate.cpp"
     src.write_text(textwrap.dedent(_EMULATION))
     exe = tmp_path / "emulate"

@@ -159,13 +159,17 @@ def reduce_user(x, out, n, init, TILE: ct.Constant[int], ACC: ct.Constant, OP: c
 def ahead(v, w, MAX):
     """Whether value v comes strictly before w in arg_min (MAX: arg_max) order:
     the smaller (larger) value, NaN last."""
-    if MAX:
-        better = v > w
-    else:
-        better = v < w
     if v.dtype.is_float:
-        better = better | (ct.isnan(w) & ~ct.isnan(v))
-    return better
+        # v > w, or w is NaN and v is not, in two compares: not (v <= w) is also
+        # true when either is NaN, and v == v rules out a NaN v
+        if MAX:
+            return (v == v) & ~(v <= w)
+        else:
+            return (v == v) & ~(v >= w)
+    elif MAX:
+        return v > w
+    else:
+        return v < w
 
 
 @ct.function
@@ -216,9 +220,15 @@ def arg_reduce(x, out_value, out_index, n, EMPTY: ct.Constant, TILE: ct.Constant
     else:
         acc = ct.full((TILE,), ID, x.dtype)
         tile_of = ct.full((TILE,), none, none.dtype)
+    # software-pipelined: the next tile's loads are issued before this tile's
+    # compares, so a warp keeps them in flight while it computes (the last
+    # iteration re-loads its own tile, which is cached, instead of a new one)
+    last = b + (mine - 1) * g
+    t_next = ct.load(x, index=(ct.minimum(b + g, last),), shape=(TILE,))
     for i in range(1, mine):
         k = b + i * g
-        t = ct.load(x, index=(k,), shape=(TILE,))
+        t = t_next
+        t_next = ct.load(x, index=(ct.minimum(k + g, last),), shape=(TILE,))
         take = ahead(t, acc, MAX)
         acc = ct.where(take, t, acc)
         tile_of = ct.where(take, ct.full((TILE,), k, none.dtype), tile_of)

@@ -8,7 +8,8 @@ on the tile's own register layout, so a scan along the last axis moves no
 data. A scan along another axis first lays the tile out with that axis last
 (through shared memory) and back afterwards. A fold is a scan whose segment
 totals (the last element of each) go through shared memory to the result's
-layout.
+layout. A fold along the last axis in segments of whole chunks skips the
+scan: tc::tile_fold combines each segment's chunks pairwise in order.
 """
 from __future__ import annotations
 
@@ -81,11 +82,11 @@ def _smem_arrays(ctx: Ctx, op: Op, count: int, tag: str) -> list[str]:
     return ptrs
 
 
-def _scan_core(ctx: Ctx, op: Op, a: str, f: str, reverse: bool) -> tuple[str, list[str]]:
+def _stage(ctx: Ctx, op: Op, a: str) -> tuple[str, list[str]]:
     """Emit y, this thread's elements as structs of the tile with the axis laid
-    out last (its element k is element e of that tile), and tc::tile_scan on
-    it. Returns y's name and, when the axis was not last, the shared-memory
-    arrays the operands were staged in (free again: read back into y)."""
+    out last (its element k is element e of that tile). Returns y's name and,
+    when the axis was not last, the shared-memory arrays the operands were
+    staged in (free again: read back into y)."""
     x0 = op.operands[0]
     shape, axis = x0.type.shape, op.attrs["axis"]
     lay = ctx.layout(x0.type)
@@ -105,9 +106,17 @@ def _scan_core(ctx: Ctx, op: Op, a: str, f: str, reverse: bool) -> tuple[str, li
         parts = ", ".join(f"{s}[src]" for s in sx)
         ctx.for_each(lay, [f"{guard}{{ const int src = {src}; {y}[k] = {a}{{{parts}}}; }}"])
         ctx.line("__syncthreads();")
+    return y, sx
+
+
+def _scan_core(ctx: Ctx, op: Op, a: str, f: str, reverse: bool) -> tuple[str, list[str]]:
+    """_stage, then tc::tile_scan on y; returns what _stage does."""
+    y, sx = _stage(ctx, op, a)
+    x0 = op.operands[0]
+    shape, axis = x0.type.shape, op.attrs["axis"]
     reused = "true" if ctx.in_loop() else "false"
-    ctx.line(f"tc::tile_scan<{ctx.threads}, {x0.type.size}, {lay.vec}, {shape[axis]}, "
-             f"{'true' if reverse else 'false'}, {reused}>({y}, {f});")
+    ctx.line(f"tc::tile_scan<{ctx.threads}, {x0.type.size}, {ctx.layout(x0.type).vec}, "
+             f"{shape[axis]}, {'true' if reverse else 'false'}, {reused}>({y}, {f});")
     return y, sx
 
 
@@ -156,13 +165,21 @@ def _fold(ctx: Ctx, op: Op) -> None:
     lay = ctx.layout(x0.type)
     ctx.open("")
     a, f = _combiner(ctx, op)
-    y, _ = _scan_core(ctx, op, a, f, False)
-    # the last element of each segment (of the axis-last tile) is its total;
-    # segment s is element s of the result, row-major
-    totals = _smem_arrays(ctx, op, op.results[0].type.size, "st")
-    writes = " ".join(f"{t}[e / {length}] = {y}[k].m{i};" for i, t in enumerate(totals))
-    last = f"e % {length} == {length - 1}" + (f" && {lay.valid('e')}" if lay.partial else "")
-    ctx.for_each(lay, [f"if ({last}) {{ {writes} }}"])
+    if _folds_directly(ctx, op):
+        # tc::tile_fold gives segment s's total to put(s, total)
+        y, _ = _stage(ctx, op, a)
+        totals = _smem_arrays(ctx, op, op.results[0].type.size, "st")
+        writes = " ".join(f"{t}[s] = v.m{i};" for i, t in enumerate(totals))
+        ctx.line(f"tc::tile_fold<{ctx.threads}, {x0.type.size}, {lay.vec}, {length}>("
+                 f"{y}, {f}, [&](int s, const {a}& v) {{ {writes} }});")
+    else:
+        y, _ = _scan_core(ctx, op, a, f, False)
+        # the last element of each segment (of the axis-last tile) is its total;
+        # segment s is element s of the result, row-major
+        totals = _smem_arrays(ctx, op, op.results[0].type.size, "st")
+        writes = " ".join(f"{t}[e / {length}] = {y}[k].m{i};" for i, t in enumerate(totals))
+        last = f"e % {length} == {length - 1}" + (f" && {lay.valid('e')}" if lay.partial else "")
+        ctx.for_each(lay, [f"if ({last}) {{ {writes} }}"])
     ctx.line("__syncthreads();")
     rlay = ctx.layout(op.results[0].type)
     guard = f"if ({rlay.valid('e')}) " if rlay.partial else ""
@@ -170,6 +187,16 @@ def _fold(ctx: Ctx, op: Op) -> None:
                  need_e=True)
     ctx.line("__syncthreads();")
     ctx.close()
+
+
+def _folds_directly(ctx: Ctx, op: Op) -> bool:
+    """Whether tc::tile_fold can fold `op` (no scan first): along the last axis,
+    in segments of whole chunks, with every thread holding whole chunks."""
+    x0 = op.operands[0]
+    shape, axis = x0.type.shape, op.attrs["axis"]
+    lay = ctx.layout(x0.type)
+    return (math.prod(shape[axis + 1:]) == 1 and shape[axis] > lay.vec
+            and x0.type.size >= ctx.threads * lay.vec)
 
 
 RULES = {"scan": _scan, "fold": _fold}

@@ -138,4 +138,70 @@ __device__ __forceinline__ void tile_scan(A* y, F f) {
   }
 }
 
+// The totals of a tile's segments of L consecutive (row-major) elements,
+// combined in order with f (associative, not commutative): what a fold needs,
+// without the prefixes of every element that tile_scan computes. Layout as
+// tile_scan's; needs segments of whole chunks (L > V) and every thread holding
+// whole chunks (N >= NT * V). put(s, total) is called once for each segment s
+// by one thread; nothing is synchronized after it (the caller's barrier).
+//   1. each thread folds each of its chunks (registers);
+//   2. the lanes of a segment fold their chunks' totals pairwise in order
+//      (a shuffle-down tree: lane i takes lane i + d's, i a multiple of 2d);
+//   3. segments wider than a warp's round: the warps' totals go through shared memory
+//      (one barrier) and a thread per segment folds them in order.
+template <int NT, int N, int V, int L, class A, class F, class Put>
+__device__ __forceinline__ void tile_fold(const A* y, F f, Put put) {
+  constexpr int P = N / NT, R = P / V;
+  static_assert(L > V && N >= NT * V && P % V == 0 && NT % 32 == 0, "fold layout");
+  constexpr int G = L / V < NT ? L / V : NT;  // threads of a segment in one round
+  constexpr int W = G < 32 ? G : 32;
+  const int lane = (int)threadIdx.x & 31;
+  A c[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    c[r] = y[r * V];
+#pragma unroll
+    for (int j = 1; j < V; ++j) c[r] = f(c[r], y[r * V + j]);
+  }
+#pragma unroll
+  for (int d = 1; d < W; d <<= 1) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const A o = shfl_any<1>(c[r], d);
+      if ((lane & (2 * d - 1)) == 0) c[r] = f(c[r], o);
+    }
+  }
+  if constexpr (L <= 32 * V) {  // a segment is W lanes of one round
+    if ((lane & (W - 1)) == 0) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) put((r * NT * V + (int)threadIdx.x * V) / L, c[r]);
+    }
+  } else {
+    constexpr int NW = NT / 32, GW = G / 32;            // warps; warps of a segment
+    constexpr int RS = L > NT * V ? L / (NT * V) : 1;   // rounds of a segment
+    constexpr int SR = NW / GW;                         // segments per round
+    __shared__ __align__(16) unsigned char raw[R * NW * sizeof(A)];
+    A* part = reinterpret_cast<A*>(raw);
+    const int wi = (int)threadIdx.x >> 5;
+    if (lane == 0) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) part[r * NW + wi] = c[r];
+    }
+    __syncthreads();
+    for (int s = (int)threadIdx.x; s < N / L; s += NT) {
+      const int r0 = RS > 1 ? s * RS : s / SR;
+      const int w0 = RS > 1 ? 0 : (s % SR) * GW;
+      A t = part[r0 * NW + w0];
+#pragma unroll
+      for (int q = 0; q < RS; ++q) {
+#pragma unroll
+        for (int w = 0; w < GW; ++w) {
+          if (q || w) t = f(t, part[(r0 + q) * NW + w0 + w]);
+        }
+      }
+      put(s, t);
+    }
+  }
+}
+
 }  // namespace tc
