@@ -3,8 +3,10 @@ first-call goals), beside the peers of the same run.
 
 Table 1, host us per cached call, n = 2^10 .. 2^16 float32: DeviceReduce's
 two-phase calls (sum, min, arg_max, reduce with "add" and a float32 init; a
-cached temporary buffer), DeviceScan's (inclusive_sum, exclusive_sum) and the
-convenience layer (tilecore.algorithms.sum, min, argmax, cumsum) on CuPy
+cached temporary buffer), DeviceScan's (inclusive_sum, exclusive_sum,
+inclusive_scan with "add" and with a user function, exclusive_scan with a
+float32 init, inclusive_sum_by_key) and the convenience layer
+(tilecore.algorithms.sum, min, argmax, cumsum) on CuPy
 arrays and torch tensors, beside CuPy's x.sum() / x.argmax() / cumsum,
 torch's t.sum() / t.argmax() / cumsum, cuda.compute's reusable reduce
 object (when cuda-cccl is installed) and a bare tilecore launch of a one-block
@@ -89,6 +91,11 @@ def host_us(fn, sync, calls: int = CALLS) -> dict:
             "p90_us": samples[9 * len(samples) // 10] / 1e3, "loop_us": loop / 1e3}
 
 
+def _user_add(a, b):
+    """A user operator (DeviceScan.inclusive_scan's user-function rows)."""
+    return a + b
+
+
 # -- table 1 on the GPU ---------------------------------------------------------------------------
 
 def _cub_reducer(cp, x, out, n):
@@ -124,15 +131,18 @@ def gpu_cases(n: int) -> dict:
         import torch
         t = torch.from_dlpack(x)
         libs["torch"] = (t, lambda shape, dt: torch.empty(
-            shape, dtype={np.float32: torch.float32, np.int64: torch.int64,
+            shape, dtype={np.float32: torch.float32, np.int64: torch.int64, np.int32: torch.int32,
                           np.uint8: torch.uint8}[dt], device="cuda"))
     except ImportError:
         torch = None
     for name, (a, empty) in libs.items():
         out, v, i = empty(1, np.float32), empty(1, np.float32), empty(1, np.int64)
-        y = empty(n, np.float32)
+        y, keys = empty(n, np.float32), empty(n, np.int32)
+        keys[:] = 0
         nbytes = max(R.sum(None, a, out, n), R.arg_max(None, a, v, i, n),
-                     S.inclusive_sum(None, a, y, n), S.exclusive_sum(None, a, y, n))
+                     S.inclusive_sum(None, a, y, n), S.exclusive_sum(None, a, y, n),
+                     S.inclusive_scan(None, a, y, _user_add, n),
+                     S.inclusive_sum_by_key(None, keys, a, y, n))
         temp = empty(nbytes, np.uint8)
         init = np.float32(0)
         cases.update({
@@ -146,6 +156,14 @@ def gpu_cases(n: int) -> dict:
                 lambda a=a, y=y, tmp=temp: S.inclusive_sum(tmp, a, y, n),
             f"two-phase exclusive_sum ({name})":
                 lambda a=a, y=y, tmp=temp: S.exclusive_sum(tmp, a, y, n),
+            f"two-phase inclusive_scan add ({name})":
+                lambda a=a, y=y, tmp=temp: S.inclusive_scan(tmp, a, y, "add", n),
+            f"two-phase inclusive_scan user ({name})":
+                lambda a=a, y=y, tmp=temp: S.inclusive_scan(tmp, a, y, _user_add, n),
+            f"two-phase exclusive_scan add init ({name})":
+                lambda a=a, y=y, tmp=temp: S.exclusive_scan(tmp, a, y, "add", init, n),
+            f"two-phase inclusive_sum_by_key ({name})":
+                lambda a=a, y=y, k=keys, tmp=temp: S.inclusive_sum_by_key(tmp, k, a, y, n),
             f"algorithms.sum ({name})": lambda a=a: A.sum(a),
             f"algorithms.min ({name})": lambda a=a: A.min(a),
             f"algorithms.argmax ({name})": lambda a=a: A.argmax(a),
@@ -215,16 +233,30 @@ def cpu_table(records: list) -> list:
         for n in (1 << 10, 1 << 16):
             x = np.random.rand(n).astype(np.float32)
             out, v, i = np.zeros(1, np.float32), np.zeros(1, np.float32), np.zeros(1, np.int64)
-            y = np.zeros(n, np.float32)
+            y, keys = np.zeros(n, np.float32), np.zeros(n, np.int32)
+            init = np.float32(0)
             temp = np.zeros(max(R.sum(None, x, out, n), R.arg_max(None, x, v, i, n),
-                                S.inclusive_sum(None, x, y, n)), np.uint8)
+                                S.inclusive_sum(None, x, y, n),
+                                S.inclusive_scan(None, x, y, _user_add, n),
+                                S.inclusive_sum_by_key(None, keys, x, y, n)), np.uint8)
             cases = {"size query DeviceReduce.sum(None, ...)": lambda: R.sum(None, x, out, n),
                      "two-phase sum": lambda: R.sum(temp, x, out, n),
                      "two-phase min": lambda: R.min(temp, x, out, n),
                      "two-phase arg_max": lambda: R.arg_max(temp, x, v, i, n),
-                     "two-phase reduce add": lambda: R.reduce(temp, x, out, n, "add",
-                                                              np.float32(0)),
+                     "two-phase reduce add": lambda: R.reduce(temp, x, out, n, "add", init),
+                     "size query DeviceScan.inclusive_sum(None, ...)":
+                         lambda: S.inclusive_sum(None, x, y, n),
                      "two-phase inclusive_sum": lambda: S.inclusive_sum(temp, x, y, n),
+                     "two-phase inclusive_sum in place": lambda: S.inclusive_sum(temp, y, y, n),
+                     "two-phase exclusive_sum": lambda: S.exclusive_sum(temp, x, y, n),
+                     "two-phase inclusive_scan add":
+                         lambda: S.inclusive_scan(temp, x, y, "add", n),
+                     "two-phase inclusive_scan user":
+                         lambda: S.inclusive_scan(temp, x, y, _user_add, n),
+                     "two-phase exclusive_scan add init":
+                         lambda: S.exclusive_scan(temp, x, y, "add", init, n),
+                     "two-phase inclusive_sum_by_key":
+                         lambda: S.inclusive_sum_by_key(temp, keys, x, y, n),
                      "algorithms.sum": lambda: A.sum(x), "algorithms.argmax": lambda: A.argmax(x),
                      "algorithms.cumsum": lambda: A.cumsum(x)}
             for name, fn in cases.items():

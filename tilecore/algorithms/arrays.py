@@ -17,7 +17,7 @@ from ..language.dtypes import DType
 from ..runtime import DeviceArray, array_fields, classify_arg
 
 __all__ = ["Arg", "describe", "same_side", "check_num_items", "as_1d_output", "address",
-           "byte_span"]
+           "byte_span", "span"]
 
 _kind_by_type: dict[type, str] = {}
 _numpy_dtypes: dict = {}
@@ -104,13 +104,18 @@ def address(a: Arg) -> tuple[int, int]:
     return a.fields[0], (a.fields[2][0] * a.dtype.itemsize if a.fields[2] else 0)
 
 
+def span(ptr: int, count: int, stride: int, item: int) -> tuple[int, int]:
+    """(first byte address, one past the last byte) of `count` > 0 elements of
+    `item` bytes from address `ptr`, `stride` bytes apart."""
+    last = ptr + (count - 1) * stride
+    return (ptr, last + item) if stride >= 0 else (last, ptr + item)
+
+
 def byte_span(a: Arg, count: int) -> tuple[int, int, int]:
     """(first byte address, one past the last byte, element stride in bytes)
     of a's first `count` elements (count > 0): what overlap checks compare."""
     ptr, stride = address(a)
-    last = ptr + (count - 1) * stride
-    lo, hi = (ptr, last) if stride >= 0 else (last, ptr)
-    return lo, hi + a.dtype.itemsize, stride
+    return (*span(ptr, count, stride, a.dtype.itemsize), stride)
 
 
 def check_num_items(num_items: Any, d_in: Arg, name: str = "num_items",

@@ -22,7 +22,7 @@ import numpy as np
 from ..language import dtypes as D
 from ..runtime import DeviceArray
 from .arrays import describe
-from .hostpath import epoch, lib_of, library_stream, one_device
+from .hostpath import epoch, host_views, lib_of, library_stream, one_device
 from .reduce import DeviceReduce, signature_plan
 
 __all__ = ["sum", "min", "max", "argmin", "argmax"]
@@ -98,7 +98,12 @@ _temp: dict[Any, Any] = {}
 def _temp_storage(lib: _Library, x: Any, stream: Any, nbytes: int):
     """A cached buffer of at least `nbytes` for (library, device, stream): reused
     by calls in stream order, grown when too small."""
-    key = lib.key(x, stream)
+    return _buffer(lib, lib.key(x, stream), nbytes, x)
+
+
+def _buffer(lib: _Library, key: Any, nbytes: int, x: Any):
+    """The cached buffer under `key` ("numpy", or (library, device, raw stream
+    handle): what _Library.key gives), grown to at least `nbytes`."""
     buf = _temp.get(key)
     if buf is None or _nbytes(buf) < nbytes:
         buf = _temp[key] = lib.empty((builtins.max(nbytes, 256),), D.uint8, x)
@@ -238,11 +243,9 @@ class _Conv:
     def _views(self, x, stream, grid: int) -> tuple:
         needed, aliases = self.plan.layout(grid)
         key = (self.root, self.device, stream) if stream is not None else self.root
-        buf = _temp.get(key)
-        if buf is None or _nbytes(buf) < needed:
-            buf = _temp[key] = self.library.empty((builtins.max(needed, 256),), D.uint8, x)
+        buf = _buffer(self.library, key, needed, x)
         if self.lib.host:
-            return self.plan.host_views(buf, aliases)
+            return host_views(buf, aliases)
         return self.plan.device_views(self.lib.ptr(buf), grid, aliases, self.device)
 
     def _scratch(self, x, stream):

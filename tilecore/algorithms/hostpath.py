@@ -6,7 +6,9 @@ and layout: the algorithm keeps, per signature, what the first call proved
 (dtypes supported, operator, accumulator, plan) and re-checks only what can
 differ between calls with that signature: each array's rank and size, that
 a PyTorch tensor is on the GPU, the device (when the process sees more than
-one GPU), the temporary storage's size and contiguity, and the count. Any
+one GPU), the temporary storage's size and contiguity, the count, and where
+an output may not overlap an input (a scan's d_out), that it is the same
+array or shares no byte with it. Any
 check that fails sends the call down the general path, which raises the
 error or handles the unusual case (and nothing is written).
 
@@ -15,6 +17,13 @@ error or handles the unusual case (and nothing is written).
 takes the general path: still correct, just slower). Each accessor is one
 small method with the library's cheapest reads, so a check costs a method
 call and two or three attribute reads.
+
+What every algorithm's cached path shares: `find` and `remember` (a table of
+signatures keyed by a method tag and the arrays' types and dtypes),
+`Signature` (the per-call checks of the count, the device and the temporary
+storage), `host_views` / `device_views` (an algorithm's temporaries as
+arrays at their offsets in the caller's buffer) and `launch_scalar` (the
+form of a run-time scalar that the launch's fast path takes).
 
 `epoch()` changes when what plans depend on changes (policy overrides,
 TILECORE_TUNING_DIR, TILECORE_ARCH); a signature remembers the epoch it was made in.
@@ -28,16 +37,22 @@ from typing import Any, Optional
 import numpy as np
 
 from ..dispatch import overrides
+from ..language import dtypes as D
+from ..language.dtypes import DType
 from ..runtime import DeviceArray
+from .arrays import span
 
-__all__ = ["Lib", "lib_of", "epoch", "one_device", "library_stream"]
+__all__ = ["Lib", "lib_of", "epoch", "one_device", "library_stream", "Signature", "find",
+           "remember", "host_views", "device_views", "launch_scalar"]
 
 
 class Lib(ABC):
     """Accessors for one array type. `vec(a)`: the size of a 1-d array usable
     on this library's side (a PyTorch tensor: on the GPU), else -1.
     `temp(a)`: the bytes of a contiguous writable buffer, else -1. `ptr(a)`:
-    the device pointer. `device(a)`: the device ordinal."""
+    the device pointer. `device(a)`: the device ordinal. `disjoint(a, b)`:
+    whether two 1-d arrays of this library share no byte (whole arrays; False
+    when unsure), what a cached scan checks before writing d_out."""
     host = False
     name = ""
 
@@ -52,6 +67,19 @@ class Lib(ABC):
 
     @abstractmethod
     def device(self, a) -> int: ...
+
+    @abstractmethod
+    def disjoint(self, a, b) -> bool: ...
+
+
+def _apart(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
+    """Whether two arrays given as (address, elements, byte stride, item bytes)
+    share no byte."""
+    if not a[1] or not b[1]:
+        return True
+    lo, hi = span(*a)
+    lo2, hi2 = span(*b)
+    return hi <= lo2 or hi2 <= lo
 
 
 class _Numpy(Lib):
@@ -71,6 +99,9 @@ class _Numpy(Lib):
     def device(self, a) -> int:
         return -1
 
+    def disjoint(self, a, b) -> bool:
+        return not np.may_share_memory(a, b)   # bounds only: no address reads in Python
+
 
 class _Cupy(Lib):
     name = "cupy"
@@ -87,6 +118,10 @@ class _Cupy(Lib):
     def device(self, a) -> int:
         return a.device.id
 
+    def disjoint(self, a, b) -> bool:
+        return _apart((a.data.ptr, a.size, a.strides[0], a.itemsize),
+                      (b.data.ptr, b.size, b.strides[0], b.itemsize))
+
 
 class _Torch(Lib):
     name = "torch"
@@ -102,6 +137,11 @@ class _Torch(Lib):
 
     def device(self, a) -> int:
         return a.get_device()
+
+    def disjoint(self, a, b) -> bool:
+        i, j = a.element_size(), b.element_size()
+        return _apart((a.data_ptr(), a.numel(), a.stride(0) * i, i),
+                      (b.data_ptr(), b.numel(), b.stride(0) * j, j))
 
 
 class _Described(Lib):
@@ -122,6 +162,11 @@ class _Described(Lib):
 
     def device(self, a) -> int:
         return a.device_id
+
+    def disjoint(self, a, b) -> bool:
+        i, j = a.dtype.itemsize, b.dtype.itemsize
+        return _apart((a.ptr, a.shape[0], a.strides[0] * i, i),
+                      (b.ptr, b.shape[0], b.strides[0] * j, j))
 
 
 _NUMPY, _CUPY, _TORCH, _DESCRIBED = _Numpy(), _Cupy(), _Torch(), _Described()
@@ -173,6 +218,115 @@ def one_device() -> bool:
         from ..runtime import device_count
         _one_device.append(device_count() == 1)
     return _one_device[0]
+
+
+# -- cached signatures ---------------------------------------------------------------------------
+
+_NARROW = 1 << 31     # counts the cached paths take (wider ones specialize the kernels)
+SIGNATURES_KEPT = 256
+
+
+def find(table: dict, tag: int, arrays: tuple, extra: tuple = ()) -> tuple[Any, Optional[tuple]]:
+    """(signature or None, key): the signature in `table` of a call of method
+    `tag` with these two or three arrays (each keyed by its type and dtype)
+    and `extra` (operator, init type, ...); key None when the arguments cannot
+    key one (not arrays, something unhashable): the general path says what is
+    wrong. (Unrolled: a loop of tuple concatenations costs twice as much.)"""
+    try:
+        a, b = arrays[0], arrays[1]
+        key = (tag, type(a), a.dtype, type(b), b.dtype)
+        if len(arrays) > 2:
+            c = arrays[2]
+            key += (type(c), c.dtype)
+        if extra:
+            key += extra
+        return table.get(key), key
+    except (AttributeError, TypeError):
+        return None, None
+
+
+def remember(table: dict, key: Optional[tuple], objs: tuple, make) -> None:
+    """After a general-path call succeeded with the arrays `objs` (d_in first),
+    store `make(libs)` under `key` when every array's type has accessors and
+    they are all on one side (host or GPU)."""
+    if key is None:
+        return
+    libs = tuple(map(lib_of, objs))
+    if None in libs or any(lib.host is not libs[0].host for lib in libs):
+        return
+    if len(table) >= SIGNATURES_KEPT:
+        table.clear()
+    table[key] = make(libs)
+
+
+class Signature:
+    """What a cached call signature proved once (see the module docstring),
+    and the checks every call of it still makes: `usable(n)` (an int count
+    under 2**31, the epoch unchanged), `on_device(objs)` (objs on the
+    signature's GPU; always true in a one-GPU process) and `temp_ok(temp,
+    needed)` (a buffer of this side, contiguous, writable, of at least
+    `needed` bytes, on the device). A failed check sends the call down the
+    general path."""
+
+    __slots__ = ("libs", "host", "device", "epoch")
+
+    def __init__(self, libs: tuple, device_id: int) -> None:
+        self.libs = libs
+        self.host = libs[0].host
+        # device arrays of a one-GPU process need no device checks (-2: none made)
+        self.device = -1 if self.host else (-2 if one_device() else device_id)
+        self.epoch = epoch()
+
+    def usable(self, n: Any) -> bool:
+        return type(n) is int and 0 <= n < _NARROW and self.epoch == epoch()
+
+    def on_device(self, objs: tuple) -> bool:
+        device = self.device
+        return device < 0 or all(lib.device(o) == device for lib, o in zip(self.libs, objs))
+
+    def temp_ok(self, temp: Any, needed: int) -> Optional[Lib]:
+        """temp's accessors when it passes, else None."""
+        tl = lib_of(temp)
+        if tl is None or tl.host is not self.host or tl.temp(temp) < needed or \
+                self.device >= 0 and tl.device(temp) != self.device:
+            return None
+        return tl
+
+
+def host_views(temp: np.ndarray, aliases: tuple) -> tuple:
+    """NumPy views of a host buffer (any dtype, C-contiguous) at the aliases'
+    (byte offset, dtype, count)."""
+    raw = temp.reshape(-1).view(np.uint8)
+    return tuple(raw[off:off + count * dt.itemsize].view(dt.numpy_dtype)
+                 for off, dt, count in aliases)
+
+
+VIEWS_KEPT = 64
+
+
+def device_views(cache: dict, key: tuple, ptr: int, aliases: tuple, device: int) -> tuple:
+    """DeviceArrays at the aliases' (byte offset, dtype, count) in the device
+    buffer at `ptr`, kept in `cache` under `key` (which names ptr and the
+    aliases), so that a repeated call makes no object."""
+    views = cache.get(key)
+    if views is None:
+        if len(cache) >= VIEWS_KEPT:
+            cache.clear()
+        views = cache[key] = tuple(DeviceArray(ptr + off, (count,), (1,), dt, device)
+                                   for off, dt, count in aliases)
+    return views
+
+
+def launch_scalar(acc: DType) -> Optional[Any]:
+    """How a run-time scalar of the accumulator dtype (a NumPy scalar) is passed
+    to a GPU launch: as a Python float or int where the accumulator is float32
+    or int32 (the launch's fast path takes only those; a NumPy scalar sends
+    every launch down its general path), else as it is (None)."""
+    if acc is D.float32:
+        return float
+    if acc is D.int32:
+        return int
+    return None
 
 
 # -- the library's current stream (the convenience layer) ---------------------------------------

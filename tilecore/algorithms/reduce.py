@@ -23,8 +23,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-import numpy as np
-
 import tilecore as ct
 
 from .. import config
@@ -33,11 +31,10 @@ from ..dispatch.target import Target
 from ..dispatch.temp_storage import Layout, check_size
 from ..language import dtypes as D
 from ..language.dtypes import DType
-from ..runtime import DeviceArray
 from . import reduce_kernels as K
 from .shared import check_dtype, kernel_for, target_of, temp_buffer
 from .arrays import as_1d_output, check_1d, check_num_items, describe
-from .hostpath import epoch, lib_of, one_device
+from .hostpath import Signature, device_views, epoch, find, host_views, launch_scalar, remember
 from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, same_function,
                         scalar_dtype, sum_accumulator)
 
@@ -98,23 +95,10 @@ class _Plan:
             got = self._layouts[grid] = (layout.size(), aliases)
         return got
 
-    def host_views(self, temp, aliases) -> tuple:
-        """The partials' NumPy views of a host buffer (any dtype; C-contiguous)."""
-        raw = temp.reshape(-1).view(np.uint8)
-        return tuple(raw[off:off + count * dt.itemsize].view(dt.numpy_dtype)
-                     for off, dt, count in aliases)
-
     def device_views(self, ptr: int, grid: int, aliases, device: int) -> tuple:
         """The partials as DeviceArrays at their offsets in device buffer `ptr`
         (cached per buffer and grid: no object is made on a repeated call)."""
-        key = (ptr, grid, device)
-        views = self._views.get(key)
-        if views is None:
-            if len(self._views) >= 64:
-                self._views.clear()
-            views = self._views[key] = tuple(DeviceArray(ptr + off, (count,), (1,), dt, device)
-                                             for off, dt, count in aliases)
-        return views
+        return device_views(self._views, (ptr, grid, device), ptr, aliases, device)
 
     def run(self, stream, x, outs: tuple, n: int, init: tuple, grid: int, views: tuple) -> None:
         launch = ct.launch  # looked up per call: tests replace it
@@ -193,8 +177,7 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any
     check_size(needed, buf.nbytes)
     if host:
         stream = None
-        views = tuple(buf.host[off:off + count * dt.itemsize].view(dt.numpy_dtype)
-                      for off, dt, count in aliases)
+        views = host_views(buf.host, aliases)
     else:
         views = plan.device_views(buf.ptr, grid, aliases, buf.device_id) if grid else ()
     plan.run(stream, x, outs, n, init, grid, views)
@@ -203,23 +186,20 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any
 
 # -- the cached path -----------------------------------------------------------------------------
 
-class _Sig:
+class _Sig(Signature):
     """A call signature's cached host work (see hostpath.py): the plan and the
     accessors of the arguments' libraries. `call` re-checks only what may
     differ between calls of the signature and returns 0 when anything is
     unusual (the caller then takes the general path)."""
 
-    __slots__ = ("plan", "libs", "host", "device", "epoch", "init")
+    __slots__ = ("plan", "init")
 
     def __init__(self, plan: _Plan, libs: tuple, init: Optional[Callable]) -> None:
-        self.plan, self.libs, self.init = plan, libs, init
-        self.host = libs[0].host
-        # device arrays of a one-GPU process need no device checks (-2: none made)
-        self.device = -1 if self.host else (-2 if one_device() else plan.target.device_id)
-        self.epoch = epoch()
+        super().__init__(libs, plan.target.device_id)
+        self.plan, self.init = plan, init
 
     def call(self, temp, d_in, outs: tuple, n, stream, init: tuple) -> int:
-        if type(n) is not int or not 0 <= n < _WIDE or self.epoch != epoch():
+        if not self.usable(n):
             return 0
         libs = self.libs
         if n > libs[0].vec(d_in):
@@ -227,22 +207,19 @@ class _Sig:
         for lib, o in zip(libs[1:], outs):
             if lib.vec(o) < 1:
                 return 0
-        device = self.device
-        if device >= 0 and (libs[0].device(d_in) != device or
-                            any(lib.device(o) != device for lib, o in zip(libs[1:], outs))):
+        if self.device >= 0 and not self.on_device((d_in, *outs)):
             return 0
         plan = self.plan
         grid = plan.grid(n)
         needed, aliases = plan.layout(grid)
         if temp is None:
             return needed
-        tl = lib_of(temp)
-        if tl is None or tl.host is not self.host or tl.temp(temp) < needed or \
-                device >= 0 and tl.device(temp) != device:
+        tl = self.temp_ok(temp, needed)
+        if tl is None:
             return 0
         if self.host:
             plan.run(None, d_in, outs, n, init, grid,
-                     plan.host_views(temp, aliases) if grid else ())
+                     host_views(temp, aliases) if grid else ())
         else:
             views = plan.device_views(tl.ptr(temp), grid, aliases, plan.target.device_id) \
                 if grid else ()
@@ -253,30 +230,12 @@ class _Sig:
 _sigs: dict[tuple, _Sig] = {}
 
 
-def _remember(key: tuple, plan: _Plan, objs: tuple, n: int, init: Optional[Callable] = None
-              ) -> None:
+def _remember(key: Optional[tuple], plan: _Plan, objs: tuple, n: int,
+              init: Optional[Callable] = None) -> None:
     """Make `key` a cached signature after a general-path call of `plan` with
-    the arrays `objs` (d_in, then the outputs) succeeded, when their types
-    have accessors and the count is narrow."""
-    if key is None or n >= _WIDE:
-        return
-    libs = tuple(map(lib_of, objs))
-    if None in libs or any(lib.host is not libs[0].host for lib in libs):
-        return
-    if len(_sigs) >= 256:
-        _sigs.clear()
-    _sigs[key] = _Sig(plan, libs, init)
-
-
-def _device_init(acc: DType):
-    """How a run-time init (a NumPy scalar of the accumulator dtype) is passed
-    to a GPU launch: as a Python float or int where the accumulator is float32 or
-    int32 (the launch's cached fast path takes those), else as it is."""
-    if acc is D.float32:
-        return float
-    if acc is D.int32:
-        return int
-    return None
+    the arrays `objs` (d_in, then the outputs) succeeded (narrow counts only)."""
+    if n < _WIDE:
+        remember(_sigs, key, objs, lambda libs: _Sig(plan, libs, init))
 
 
 def _reduce(temp_storage, d_in, d_out, num_items, op: Any, init: Any, transform, stream,
@@ -308,7 +267,7 @@ def _reduce(temp_storage, d_in, d_out, num_items, op: Any, init: Any, transform,
         value = as_scalar(init, acc, "init")
         plan = _plan("known" if name is not None else "user", a_in.dtype, acc,
                      name if name is not None else op, target, wide, transform)
-        convert = None if a_in.host else _device_init(acc)
+        convert = None if a_in.host else launch_scalar(acc)
         init_args = (value if convert is None else convert(value),)
     needed = _run(plan, temp_storage, a_in.host, stream, n, a_in.obj, (a_out.obj,), init_args)
     if a_out.obj is d_out:  # (a 0-d output was viewed as 1-d: no cached signature)
@@ -356,10 +315,7 @@ def signature_plan(method: str, d_in, *outs) -> Optional[_Plan]:
     """The plan of the cached signature of DeviceReduce.<method> (sum, min,
     max, arg_min, arg_max) for arguments like these, or None (the convenience
     layer builds its cached path on it)."""
-    key = (_TAGS[method], type(d_in), d_in.dtype)
-    for o in outs:
-        key += (type(o), o.dtype)
-    sig = _sigs.get(key)
+    sig = find(_sigs, _TAGS[method], (d_in,) + outs)[0]
     return sig.plan if sig is not None else None
 
 
@@ -368,14 +324,7 @@ def _cached(tag: int, temp_storage, d_in, outs: tuple, num_items, stream, extra:
     """(bytes, key): the cached signature's result for this call (bytes > 0), or
     0 and the key under which the general path will cache it (None when the
     arguments cannot key a signature: not arrays, an unhashable operator)."""
-    try:
-        key = (tag, type(d_in), d_in.dtype)
-        for o in outs:
-            key += (type(o), o.dtype)
-        key += extra
-        sig = _sigs.get(key)
-    except (AttributeError, TypeError):  # the general path says what is wrong
-        return 0, None
+    sig, key = find(_sigs, tag, (d_in,) + outs, extra)
     if sig is None:
         return 0, key
     init_args = () if not extra else _init_args(sig, init)

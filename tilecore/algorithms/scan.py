@@ -8,14 +8,28 @@ same number. No call synchronizes, allocates or reads device memory back.
 Layers, as in DeviceReduce: the public methods check their arguments and call
 `_scan`; `_plan` (cached per dtypes, operator, flags, device and policy
 source) selects the policy (dispatch.scan_policy) and the kernels; `_run`
-lays out the temporary storage and launches; the kernels are in
-scan_kernels.py (their docstring has the algorithms and the determinism
-argument).
+checks the temporary storage and runs the plan's `_Launches` for the call's
+shape (made once per (n, items, init, in place): the layout's aliases and
+each launch's trailing arguments); the kernels are in scan_kernels.py (their
+docstring has the algorithms and the determinism argument).
+
+The cached path (hostpath.py, as DeviceReduce's): a call whose arrays' types
+and dtypes, operator and init type were seen before (a *signature*, `_Sig`)
+re-checks only the count against the arrays' sizes, that d_out is d_in or
+shares no byte with d_in (and the keys), the device and the buffer, and
+replays the launches; anything unusual takes the general path, which raises
+the errors. Each launch keeps the kernel's fast launcher for its arguments
+(`tilecore.host.launch.fast_launcher`): the scan's kernel objects are shared
+by every method and operator, more argument kinds than a kernel's own two
+fast-launch slots hold.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from operator import itemgetter
+from typing import Any, Callable, Optional
+
+import numpy as np
 
 import tilecore as ct
 
@@ -24,12 +38,14 @@ from ..dispatch.scan_policy import (MODE_FENWICK, MODE_GROUPS, MODE_LOOKBACK,
                                     MODE_REDUCE_THEN_SCAN, ScanPolicy, select_scan_policy)
 from ..dispatch.target import Target
 from ..dispatch.temp_storage import Layout, check_size
+from ..host.launch import fast_launcher
 from ..language import dtypes as D
 from ..language.dtypes import DType
 from ..tunings import lookup as tuning_lookup
 from . import scan_kernels as K
 from .shared import check_dtype, kernel_for, target_of, temp_buffer
 from .arrays import Arg, byte_span, check_1d, check_num_items, describe
+from .hostpath import Signature, device_views, find, host_views, launch_scalar, remember
 from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, same_function,
                         scalar_dtype, sum_accumulator)
 
@@ -60,6 +76,8 @@ class _Plan:
     op: Any                 # the user function (None for a well-known operator)
     ident: Any              # the well-known operator's identity (0 for a user operator)
     eq: Any                 # the user equality function of a by-key scan, or None
+    exclusive: bool
+    by_key: bool
     policy: ScanPolicy
     target: Target
     packed: bool            # values fit beside the flags in one status word
@@ -72,6 +90,7 @@ class _Plan:
     single: dict            # threads -> the single-pass kernel of `mode`
     fitted: dict            # user operators on a GPU: (threads, ...) -> items that do not spill
     layouts: dict           # (n, items) -> (layout, facts): see layout()
+    runs: dict              # (n, items, has_init, in_place) -> _Launches: see launches()
     partials: Any
     downsweep: Any
 
@@ -99,6 +118,17 @@ class _Plan:
             facts["bytes"] = layout.size()
             layout.map_to_buffer(facts["bytes"])
             got = self.layouts[key] = (layout, facts)
+        return got
+
+    def launches(self, n: int, items: int, has_init: bool, in_place: bool) -> "_Launches":
+        """The launches of a scan of n > 0 items at `items` per thread (made once
+        per shape, at most LAYOUTS_KEPT kept)."""
+        key = (n, items, has_init, in_place)
+        got = self.runs.get(key)
+        if got is None:
+            if len(self.runs) >= LAYOUTS_KEPT:
+                self.runs.clear()
+            got = self.runs[key] = _make_launches(self, n, items, has_init, in_place)
         return got
 
     def _build_layout(self, n: int, items: int) -> tuple[Layout, dict]:
@@ -190,9 +220,9 @@ def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool
             items = min(items, EXCL_USER_ITEMS)
         ident = identity(kind, acc) if kind != "user" else 0
         plan = _plans[cache_key] = _Plan(
-            in_dtype, acc, kind, op, ident, eq, policy, target, acc.itemsize <= 4, mode, inv,
-            pairs, items, kernel_for(K.scan_init, INIT_THREADS), {}, {}, {},
-            kernel_for(K.scan_partials, threads), kernel_for(K.scan_downsweep, threads))
+            in_dtype, acc, kind, op, ident, eq, exclusive, by_key, policy, target,
+            acc.itemsize <= 4, mode, inv, pairs, items, kernel_for(K.scan_init, INIT_THREADS), {},
+            {}, {}, {}, kernel_for(K.scan_partials, threads), kernel_for(K.scan_downsweep, threads))
         if mode != MODE_REDUCE_THEN_SCAN:
             plan.kernel(threads)
     return plan
@@ -244,7 +274,9 @@ def _check_eq(eq: Any) -> Any:
 
 
 def _scan(temp_storage, d_keys, d_in, d_out, op, init, num_items, stream, *, rule: str,
-          exclusive: bool, has_init: bool, eq: Any = None) -> int:
+          exclusive: bool, has_init: bool, eq: Any = None, key: Optional[tuple] = None) -> int:
+    """The general path: every argument checked; the call's signature cached
+    under `key` (see _cached) once it succeeded."""
     by_key = d_keys is not None
     a_in = describe(d_in, "d_values_in" if by_key else "d_in")
     a_out = describe(d_out, "d_values_out" if by_key else "d_out")
@@ -278,40 +310,44 @@ def _scan(temp_storage, d_keys, d_in, d_out, op, init, num_items, stream, *, rul
                          "reads the keys while it writes the values: pass another array)")
     plan = _plan(a_in.dtype, acc, name if name is not None else "user",
                  None if name is not None else op, eq, by_key, n >= _WIDE, exclusive, target)
-    return _run(plan, temp_storage, a_in.host, stream, n, a_in.obj,
-                a_keys.obj if by_key else None, a_out.obj, init_value, exclusive, has_init,
-                in_place)
+    convert = None if a_in.host else launch_scalar(acc)
+    if convert is not None:
+        init_value = convert(init_value)
+    needed = _run(plan, temp_storage, a_in.host, stream, n, a_in.obj,
+                  a_keys.obj if by_key else None, a_out.obj, init_value, has_init, in_place)
+    if n < _WIDE:
+        fixed = None if rule == "init" else init_value
+        remember(_sigs, key, (d_in, d_out) if not by_key else (d_in, d_out, d_keys),
+                 lambda libs: _Sig(plan, libs, has_init, fixed, convert))
+    return needed
 
 
 def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any, keys: Any,
-         y: Any, init: Any, exclusive: bool, has_init: bool, in_place: bool) -> int:
+         y: Any, init: Any, has_init: bool, in_place: bool) -> int:
     fits = plan.fits(host)
     # sized for the smallest tile a spilling user operator may step down to (the most
     # tiles: the largest layout); with one candidate, the layout the launch uses
-    layout, facts = plan.layout(n, fits[-1])
-    needed = facts["bytes"]
+    needed = plan.layout(n, fits[-1])[1]["bytes"]
     if temp_storage is None:
         return needed
     buf = temp_buffer(temp_storage, host)
     check_size(needed, buf.nbytes)
     if n == 0:
         return needed
-    if len(fits) > 1:
-        layout, facts = _fit(plan, fits, buf, stream, n, x, keys, y, init, exclusive, has_init,
-                             in_place)
-    _launch(plan, layout, facts, buf, stream if not host else None, n, x, keys, y, init,
-            exclusive, has_init, in_place, ct.launch)
+    items = fits[0] if len(fits) == 1 else _fit(plan, fits, buf, n, x, keys, y, init, has_init,
+                                                 in_place)
+    run = plan.launches(n, items, has_init, in_place)
+    run.go(stream if not host else None, run.buffer_views(buf), x, keys, y, init)
     return needed
 
 
-def _fit(plan: _Plan, fits: tuple[int, ...], buf: Any, stream: Any, n: int, x: Any, keys: Any,
-         y: Any, init: Any, exclusive: bool, has_init: bool,
-         in_place: bool) -> tuple[Layout, dict]:
-    """The layout and launch facts of a user operator's scan
-    with the most items per thread (of `fits`) whose single-pass kernel does not
-    spill on this GPU: the tuning key says "user" whatever the function costs,
-    so its row is set for a light one. The kernel is compiled once to find out
-    (the launch then finds it in the cache); the choice is kept per plan."""
+def _fit(plan: _Plan, fits: tuple[int, ...], buf: Any, n: int, x: Any, keys: Any, y: Any,
+         init: Any, has_init: bool, in_place: bool) -> int:
+    """The most items per thread (of `fits`) whose single-pass kernel does not
+    spill on this GPU, for a user operator: the tuning key says "user"
+    whatever the function costs, so its row is set for a light one. The
+    kernel is compiled once to find out (the launch then finds it in the
+    cache); the choice is kept per plan."""
     threads = plan.policy.threads_for(n)
     key = (threads, n >= _WIDE, in_place)
     items = plan.fitted.get(key)
@@ -320,60 +356,244 @@ def _fit(plan: _Plan, fits: tuple[int, ...], buf: Any, stream: Any, n: int, x: A
         from .. import config
         arch = config.arch() or get_device(plan.target.device_id).arch
         for items in fits:
-            layout, facts = plan.layout(n, items)
-            spilled = []
-            _launch(plan, layout, facts, buf, stream, n, x, keys, y, init, exclusive, has_init,
-                    in_place, lambda s, g, kernel, args: spilled.append(
-                        kernel is plan.kernel(threads)
-                        and ct.compile(kernel, args, arch=arch).stack_bytes > 0))
-            if not any(spilled):
+            run = plan.launches(n, items, has_init, in_place)
+            step = run.steps[-1]                    # the single-pass kernel (modes 0, 2, 3)
+            args = step.args(run.values(run.buffer_views(buf), x, keys, y, init))
+            if ct.compile(step.kernel, args, arch=arch).stack_bytes == 0:
                 break
         plan.fitted[key] = items
-    return plan.layout(n, items)
+    return items
 
 
-def _launch(plan: _Plan, layout: Layout, facts: dict, buf: Any, stream: Any, n: int, x: Any,
-            keys: Any, y: Any, init: Any, exclusive: bool, has_init: bool, in_place: bool,
-            launch: Any) -> None:
-    """The launches of one scan of n > 0 items with `layout` (its aliases in `buf`)
-    and `facts` (plan.layout's), through `launch` (tilecore.launch, or a
-    stand-in that compiles instead)."""
-    status = buf.view(layout.slot(0).aliases[0])
-    vals = buf.view(layout.slot(1).aliases[0])
-    counter = buf.view(layout.slot(2).aliases[0])
-    stand_in = buf.view(layout.slot(3).aliases[0])
-    by_key = keys is not None
-    src = stand_in if in_place else x
-    key_arg = keys if by_key else (stand_in if in_place else x)
-    tile = facts["tile"]
-    tiles = facts["tiles"]
+# what each kernel takes first, picked from a call's values (src, keys, y, n, init, counter,
+# status, vals); its trailing arguments are fixed per shape (_Step.tail)
+_ALL = itemgetter(0, 1, 2, 3, 4, 5, 6, 7)           # the single-pass kernels
+_STATUS = itemgetter(5, 6)                          # scan_init: counter, status
+_PARTIALS = itemgetter(0, 1, 2, 3, 6, 7)            # scan_partials: no init, no counter
+_DOWNSWEEP = itemgetter(0, 1, 2, 3, 4, 6, 7)        # scan_downsweep: no counter
+
+
+class _Step:
+    """One launch of a scan: grid, kernel, its arguments (`args(values)`) and
+    the kernel's fast launcher for them, once a launch has made one."""
+
+    __slots__ = ("grid", "kernel", "pick", "tail", "fast")
+
+    def __init__(self, grid: tuple, kernel: Any, pick: Callable, tail: tuple) -> None:
+        self.grid, self.kernel, self.pick, self.tail = grid, kernel, pick, tail
+        self.fast: Optional[Callable] = None
+
+    def args(self, values: tuple) -> tuple:
+        return self.pick(values) + self.tail
+
+
+class _Launches:
+    """What one scan of n > 0 items at one shape launches: the temporaries'
+    aliases (byte offset, dtype, count) of status, vals, counter, the in-place
+    stand-in for d_in and an empty array at the stand-in (the keys of a scan
+    without keys: unread, and disjoint from every argument, so the fast
+    launcher's overlap check passes for new arrays), and the steps. Views of a
+    caller's buffer are kept: per device pointer, and the last host buffer."""
+
+    __slots__ = ("n", "in_place", "by_key", "aliases", "steps", "views", "host_temp",
+                 "host_views")
+
+    def __init__(self, n: int, in_place: bool, by_key: bool, aliases: tuple,
+                 steps: tuple) -> None:
+        self.n, self.in_place, self.by_key, self.aliases, self.steps = \
+            n, in_place, by_key, aliases, steps
+        self.views: dict = {}
+        self.host_temp: Any = None
+        self.host_views: tuple = ()
+
+    def host_views_of(self, temp: Any) -> tuple:
+        """The views of host buffer `temp` (kept for the last one: it stays
+        alive, so an identical object is the same buffer)."""
+        if temp is not self.host_temp:
+            self.host_views = host_views(temp, self.aliases)
+            self.host_temp = temp
+        return self.host_views
+
+    def device_views_of(self, ptr: int, device: int) -> tuple:
+        return device_views(self.views, (ptr, device), ptr, self.aliases, device)
+
+    def buffer_views(self, buf: Any) -> tuple:
+        """The views of a dispatch.buffers.ByteBuffer (the general path)."""
+        if buf.host is not None:
+            return host_views(buf.host, self.aliases)
+        return self.device_views_of(buf.ptr, buf.device_id)
+
+    def values(self, views: tuple, x: Any, keys: Any, y: Any, init: Any) -> tuple:
+        status, vals, counter, stand_in, no_keys = views
+        return (stand_in if self.in_place else x, keys if self.by_key else no_keys, y, self.n,
+                init, counter, status, vals)
+
+    def go(self, stream: Any, views: tuple, x: Any, keys: Any, y: Any, init: Any) -> None:
+        values = self.values(views, x, keys, y, init)
+        launch = ct.launch  # looked up per call: tests replace it
+        for step in self.steps:
+            args = step.args(values)
+            fast = step.fast
+            if fast is None or not fast(stream, step.grid, args):
+                launch(stream, step.grid, step.kernel, args)
+                step.fast = fast_launcher(step.kernel)
+
+
+def _make_launches(plan: _Plan, n: int, items: int, has_init: bool,
+                   in_place: bool) -> _Launches:
+    layout, facts = plan.layout(n, items)
+    status, vals, counter, stand_in = (slot.aliases[0] for slot in layout.slots)
+    aliases = tuple((a.offset, a.dtype, a.count) for a in (status, vals, counter, stand_in)) + \
+        ((stand_in.offset, plan.in_dtype, 0),)
+    tile, tiles = facts["tile"], facts["tiles"]
     wide = n >= _WIDE
+    by_key, exclusive = plan.by_key, plan.exclusive
     common = (plan.acc, plan.kind, plan.op, plan.ident, plan.eq, plan.eq is not None)
     mode = plan.mode
     if mode == MODE_REDUCE_THEN_SCAN:
         per, grid, gt = facts["per"], facts["grid"], facts["gt"]
-        launch(stream, (grid,), plan.partials,
-               (src, key_arg, y, n, status, vals, tile, per, *common, by_key, in_place, wide))
-        launch(stream, (grid,), plan.downsweep,
-               (src, key_arg, y, n, init, status, vals, tile, per, gt, *common, exclusive,
-                has_init, by_key, in_place, wide))
-        return
+        steps = (_Step((grid,), plan.partials, _PARTIALS,
+                       (tile, per, *common, by_key, in_place, wide)),
+                 _Step((grid,), plan.downsweep, _DOWNSWEEP,
+                       (tile, per, gt, *common, exclusive, has_init, by_key, in_place, wide)))
+        return _Launches(n, in_place, by_key, aliases, steps)
     single = tiles == 1
-    if not single:
-        launch(stream, (status.shape[0] // INIT_TILE,), plan.init_k, (counter, status, INIT_TILE))
-    kernel = plan.kernel(facts["threads"])
+    steps = () if single else (_Step((status.count // INIT_TILE,), plan.init_k, _STATUS,
+                                     (INIT_TILE,)),)
     if mode == MODE_FENWICK:
         bits = 32 if tiles < _WIDE else 64
-        launch(stream, (tiles,), kernel,
-               (src, key_arg, y, n, init, counter, status, vals, tile, *common, exclusive,
-                has_init, by_key, in_place, plan.packed, bits, wide, single))
-        return
-    p = plan.policy
-    size = p.lookback_window if mode == MODE_LOOKBACK else facts["group"]
-    launch(stream, (tiles,), kernel,
-           (src, key_arg, y, n, init, counter, status, vals, facts["P"], tile, size, *common,
-            exclusive and not plan.inv and not plan.pairs_for(n), exclusive, plan.inv, has_init,
-            by_key, in_place, plan.packed, wide, single))
+        tail = (tile, *common, exclusive, has_init, by_key, in_place, plan.packed, bits, wide,
+                single)
+    else:
+        size = plan.policy.lookback_window if mode == MODE_LOOKBACK else facts["group"]
+        tail = (facts["P"], tile, size, *common,
+                exclusive and not plan.inv and not plan.pairs_for(n), exclusive, plan.inv,
+                has_init, by_key, in_place, plan.packed, wide, single)
+    steps += (_Step((tiles,), plan.kernel(facts["threads"]), _ALL, tail),)
+    return _Launches(n, in_place, by_key, aliases, steps)
+
+
+# -- the cached path -----------------------------------------------------------------------------
+
+SHAPES_KEPT = 64    # (count, in place) shapes a signature keeps
+_NO_INIT = object()
+
+
+class _Sig(Signature):
+    """A DeviceScan call signature's cached host work (hostpath.Signature): the
+    plan, whether the method has an init and, for the sums, its launch value
+    (else each call's init is checked and converted as the general path
+    does). `call` re-checks what may differ between calls of the signature and
+    returns 0 when anything is unusual (the caller then takes the general
+    path); `run` is the rest, for callers that made d_out themselves."""
+
+    __slots__ = ("plan", "has_init", "init", "convert", "shapes", "last_init", "last_value")
+
+    def __init__(self, plan: _Plan, libs: tuple, has_init: bool, init: Any,
+                 convert: Optional[Callable]) -> None:
+        super().__init__(libs, plan.target.device_id)
+        self.plan, self.has_init, self.init, self.convert = plan, has_init, init, convert
+        self.shapes: dict = {}   # (n, in_place) -> (bytes, _Launches or None for n = 0)
+        # the last run-time init (a scalar: immutable, so the same object is the same value)
+        # and its launch value
+        self.last_init: Any = _NO_INIT
+        self.last_value: Any = None
+
+    def call(self, temp: Any, keys: Any, x: Any, y: Any, n: Any, stream: Any, init: Any) -> int:
+        if not self.usable(n):
+            return 0
+        libs = self.libs
+        lx, ly = libs[0], libs[1]
+        if lx.vec(x) < n or ly.vec(y) < n:
+            return 0
+        in_place = y is x
+        if not in_place and (lx is not ly or not lx.disjoint(x, y)):
+            return 0            # (the general path decides: in place by views, or overlap)
+        if keys is not None:
+            lk = libs[2]
+            if lk.vec(keys) < n or lk is not ly or not ly.disjoint(keys, y):
+                return 0
+        if self.device >= 0 and not self.on_device((x, y) if keys is None else (x, y, keys)):
+            return 0
+        if self.init is not None:
+            init = self.init
+        elif init is self.last_init:
+            init = self.last_value
+        else:                   # a run-time init, checked and converted as the general path does
+            try:
+                value = as_scalar(init, self.plan.acc, "init")
+            except (TypeError, ValueError):
+                return 0
+            if self.convert is not None:
+                value = self.convert(value)
+            if not isinstance(init, np.ndarray):    # (a 1-element array may change)
+                self.last_init, self.last_value = init, value
+            init = value
+        return self.run(temp, keys, x, y, n, stream, init, in_place)
+
+    def run(self, temp: Any, keys: Any, x: Any, y: Any, n: int, stream: Any, init: Any,
+            in_place: bool = False) -> int:
+        """After the arrays' checks: the bytes needed (temp None), or the
+        launches into `temp` once it passes its checks; 0: the general path."""
+        shape = self.shapes.get((n, in_place))
+        if shape is None:
+            shape = self._shape(n, in_place)
+            if shape is None:
+                return 0
+        needed, run = shape
+        if temp is None:
+            return needed
+        tl = self.temp_ok(temp, needed)
+        if tl is None:
+            return 0
+        if run is not None:
+            if self.host:
+                run.go(None, run.host_views_of(temp), x, keys, y, init)
+            else:
+                run.go(stream, run.device_views_of(tl.ptr(temp), self.plan.target.device_id),
+                       x, keys, y, init)
+        return needed
+
+    def _shape(self, n: int, in_place: bool) -> Optional[tuple[int, Optional[_Launches]]]:
+        plan = self.plan
+        fits = plan.fits(self.host)
+        needed = plan.layout(n, fits[-1])[1]["bytes"]
+        run = None
+        if n:
+            items = fits[0] if len(fits) == 1 else \
+                plan.fitted.get((plan.policy.threads_for(n), False, in_place))
+            if items is None:   # a user operator not fitted yet at this size: _fit first
+                return None
+            run = plan.launches(n, items, self.has_init, in_place)
+        if len(self.shapes) >= SHAPES_KEPT:
+            self.shapes.clear()
+        got = self.shapes[(n, in_place)] = (needed, run)
+        return got
+
+
+_sigs: dict[tuple, _Sig] = {}
+# signature tags (the first element of a cached signature's key)
+(_INCLUSIVE_SUM, _EXCLUSIVE_SUM, _INCLUSIVE_SCAN, _INCLUSIVE_SCAN_INIT, _EXCLUSIVE_SCAN,
+ _INCLUSIVE_SUM_BY_KEY, _EXCLUSIVE_SUM_BY_KEY, _INCLUSIVE_SCAN_BY_KEY, _EXCLUSIVE_SCAN_BY_KEY,
+ _RUNNING_SUM, _RUNNING_SUM_EXCLUSIVE) = range(11)
+
+
+def _cached(tag: int, temp_storage, d_keys, d_in, d_out, num_items, stream, extra: tuple = (),
+            init: Any = None) -> tuple[int, Optional[tuple]]:
+    """(bytes, key): the cached signature's result for this call (bytes > 0), or
+    0 and the key under which the general path will cache it (None when the
+    arguments cannot key a signature: not arrays, an unhashable operator)."""
+    sig, key = find(_sigs, tag, (d_in, d_out) if d_keys is None else (d_in, d_out, d_keys),
+                    extra)
+    if sig is None:
+        return 0, key
+    return sig.call(temp_storage, d_keys, d_in, d_out, num_items, stream, init), key
+
+
+def _init_key(init: Any) -> tuple:
+    """What an init contributes to a signature: its type and dtype (they give the
+    accumulator)."""
+    return type(init), getattr(init, "dtype", None)
 
 
 class DeviceScan:
@@ -386,35 +606,46 @@ class DeviceScan:
         """d_out[i] = d_in[0] + ... + d_in[i], accumulated in CUB's type (the C++
         type of in + in: integers narrower than int in int32; float16/bfloat16
         in float32) and converted to d_out's dtype."""
-        return _scan(temp_storage, None, d_in, d_out, "add", None, num_items, stream,
-                     rule="sum", exclusive=False, has_init=False)
+        got, key = _cached(_INCLUSIVE_SUM, temp_storage, None, d_in, d_out, num_items, stream)
+        return got or _scan(temp_storage, None, d_in, d_out, "add", None, num_items, stream,
+                            rule="sum", exclusive=False, has_init=False, key=key)
 
     @staticmethod
     def exclusive_sum(temp_storage, d_in, d_out, num_items, stream=None) -> int:
         """d_out[i] = 0 + d_in[0] + ... + d_in[i-1] (d_out[0] = 0)."""
-        return _scan(temp_storage, None, d_in, d_out, "add", 0, num_items, stream,
-                     rule="sum", exclusive=True, has_init=True)
+        got, key = _cached(_EXCLUSIVE_SUM, temp_storage, None, d_in, d_out, num_items, stream)
+        return got or _scan(temp_storage, None, d_in, d_out, "add", 0, num_items, stream,
+                            rule="sum", exclusive=True, has_init=True, key=key)
 
     @staticmethod
     def inclusive_scan(temp_storage, d_in, d_out, op, num_items, stream=None) -> int:
         """d_out[i] = d_in[0] op ... op d_in[i]. `op`: "add", "mul", "min", "max",
         "and", "or", "xor", the matching Python functions, or a function of two
         tiles (associative; never assumed commutative)."""
-        return _scan(temp_storage, None, d_in, d_out, op, None, num_items, stream,
-                     rule="op", exclusive=False, has_init=False)
+        op = same_function(op)
+        got, key = _cached(_INCLUSIVE_SCAN, temp_storage, None, d_in, d_out, num_items, stream,
+                           (op,))
+        return got or _scan(temp_storage, None, d_in, d_out, op, None, num_items, stream,
+                            rule="op", exclusive=False, has_init=False, key=key)
 
     @staticmethod
     def inclusive_scan_init(temp_storage, d_in, d_out, op, init, num_items, stream=None) -> int:
         """d_out[i] = init op d_in[0] op ... op d_in[i]; the accumulator has
         init's dtype (a NumPy scalar), or d_out's for a Python number."""
-        return _scan(temp_storage, None, d_in, d_out, op, init, num_items, stream,
-                     rule="init", exclusive=False, has_init=True)
+        op = same_function(op)
+        got, key = _cached(_INCLUSIVE_SCAN_INIT, temp_storage, None, d_in, d_out, num_items,
+                           stream, (op, *_init_key(init)), init)
+        return got or _scan(temp_storage, None, d_in, d_out, op, init, num_items, stream,
+                            rule="init", exclusive=False, has_init=True, key=key)
 
     @staticmethod
     def exclusive_scan(temp_storage, d_in, d_out, op, init, num_items, stream=None) -> int:
         """d_out[0] = init, d_out[i] = init op d_in[0] op ... op d_in[i-1]."""
-        return _scan(temp_storage, None, d_in, d_out, op, init, num_items, stream,
-                     rule="init", exclusive=True, has_init=True)
+        op = same_function(op)
+        got, key = _cached(_EXCLUSIVE_SCAN, temp_storage, None, d_in, d_out, num_items, stream,
+                           (op, *_init_key(init)), init)
+        return got or _scan(temp_storage, None, d_in, d_out, op, init, num_items, stream,
+                            rule="init", exclusive=True, has_init=True, key=key)
 
     # --- by key: runs of equal consecutive keys are scanned separately ---------------------
     @staticmethod
@@ -422,29 +653,61 @@ class DeviceScan:
                              equality_op=None, stream=None) -> int:
         """inclusive_sum within each run of consecutive equal keys (equality_op: a
         function of two key tiles returning a bool tile; None: ==)."""
-        return _scan(temp_storage, d_keys_in, d_values_in, d_values_out, "add", None, num_items,
-                     stream, rule="sum", exclusive=False, has_init=False, eq=equality_op)
+        eq = same_function(equality_op)
+        got, key = _cached(_INCLUSIVE_SUM_BY_KEY, temp_storage, d_keys_in, d_values_in,
+                           d_values_out, num_items, stream, (eq,))
+        return got or _scan(temp_storage, d_keys_in, d_values_in, d_values_out, "add", None,
+                            num_items, stream, rule="sum", exclusive=False, has_init=False, eq=eq,
+                            key=key)
 
     @staticmethod
     def exclusive_sum_by_key(temp_storage, d_keys_in, d_values_in, d_values_out, num_items,
                              equality_op=None, stream=None) -> int:
         """exclusive_sum within each run (the first item of a run gets 0)."""
-        return _scan(temp_storage, d_keys_in, d_values_in, d_values_out, "add", 0, num_items,
-                     stream, rule="sum", exclusive=True, has_init=True, eq=equality_op)
+        eq = same_function(equality_op)
+        got, key = _cached(_EXCLUSIVE_SUM_BY_KEY, temp_storage, d_keys_in, d_values_in,
+                           d_values_out, num_items, stream, (eq,))
+        return got or _scan(temp_storage, d_keys_in, d_values_in, d_values_out, "add", 0,
+                            num_items, stream, rule="sum", exclusive=True, has_init=True, eq=eq,
+                            key=key)
 
     @staticmethod
     def inclusive_scan_by_key(temp_storage, d_keys_in, d_values_in, d_values_out, op, num_items,
                               equality_op=None, stream=None) -> int:
         """inclusive_scan within each run of consecutive equal keys."""
-        return _scan(temp_storage, d_keys_in, d_values_in, d_values_out, op, None, num_items,
-                     stream, rule="op", exclusive=False, has_init=False, eq=equality_op)
+        op, eq = same_function(op), same_function(equality_op)
+        got, key = _cached(_INCLUSIVE_SCAN_BY_KEY, temp_storage, d_keys_in, d_values_in,
+                           d_values_out, num_items, stream, (op, eq))
+        return got or _scan(temp_storage, d_keys_in, d_values_in, d_values_out, op, None,
+                            num_items, stream, rule="op", exclusive=False, has_init=False, eq=eq,
+                            key=key)
 
     @staticmethod
     def exclusive_scan_by_key(temp_storage, d_keys_in, d_values_in, d_values_out, op, init,
                               num_items, equality_op=None, stream=None) -> int:
         """exclusive_scan within each run (the first item of a run gets init)."""
-        return _scan(temp_storage, d_keys_in, d_values_in, d_values_out, op, init, num_items,
-                     stream, rule="init", exclusive=True, has_init=True, eq=equality_op)
+        op, eq = same_function(op), same_function(equality_op)
+        got, key = _cached(_EXCLUSIVE_SCAN_BY_KEY, temp_storage, d_keys_in, d_values_in,
+                           d_values_out, num_items, stream, (op, eq, *_init_key(init)), init)
+        return got or _scan(temp_storage, d_keys_in, d_values_in, d_values_out, op, init,
+                            num_items, stream, rule="init", exclusive=True, has_init=True, eq=eq,
+                            key=key)
+
+
+def running_sum(temp_storage, d_in, d_out, num_items, stream, exclusive: bool) -> int:
+    """The convenience layer's two-phase sum (`cumsum`): as inclusive_sum /
+    exclusive_sum, but accumulated in d_out's type, as NumPy's cumsum does."""
+    tag = _RUNNING_SUM_EXCLUSIVE if exclusive else _RUNNING_SUM
+    got, key = _cached(tag, temp_storage, None, d_in, d_out, num_items, stream)
+    return got or _scan(temp_storage, None, d_in, d_out, "add", 0 if exclusive else None,
+                        num_items, stream, rule="out", exclusive=exclusive, has_init=exclusive,
+                        key=key)
+
+
+def running_sum_signature(d_in, d_out, exclusive: bool) -> Optional[_Sig]:
+    """The cached signature of running_sum for arrays like these, or None (the
+    convenience layer's cached path runs on it: `_Sig.run`)."""
+    return find(_sigs, _RUNNING_SUM_EXCLUSIVE if exclusive else _RUNNING_SUM, (d_in, d_out))[0]
 
 
 def inclusive_temp_bytes(target: Target, in_dtype: DType, op: Any, num_items: int,

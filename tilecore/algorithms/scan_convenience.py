@@ -3,29 +3,93 @@ library (NumPy, CuPy, PyTorch) holding the running sums of x flattened,
 computed on the library's current stream with cached temporary storage (the
 convenience layer's, convenience.py). Result dtypes follow NumPy/CuPy/
 PyTorch's cumsum: integers narrower than 64 bits give int64 (uint64 for
-unsigned) and accumulate in it, floats keep their dtype."""
+unsigned) and accumulate in it, floats keep their dtype.
+
+A repeated call with the same array type and dtype takes a cached path
+(`_Cumsum`, on DeviceScan's cached signature): no size query through the
+general path, no argument ingestion; the result's allocation, the current
+stream and the scan's launches."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from . import convenience as _c
 from .arrays import describe
-from .scan import _scan
+from .hostpath import Lib, lib_of, library_stream, one_device
+from .scan import running_sum, running_sum_signature
 
 __all__ = ["cumsum"]
+
+
+class _Cumsum:
+    """The cached path of one (exclusive, array type, dtype): `call(x)` gives
+    the result, or None to take the general path. The result is made here (so
+    it has x's size and shares no memory with it): of the signature's checks
+    only the count's, the epoch's and the buffer's remain (`_Sig.run`)."""
+
+    __slots__ = ("sig", "vec", "library", "dtype", "stream", "root", "device")
+
+    def __init__(self, sig: Any, lib: Lib, library: Any, x: Any, dtype: Any) -> None:
+        self.sig, self.vec, self.library, self.dtype = sig, lib.vec, library, dtype
+        self.stream = library_stream(lib)
+        self.root = lib.name
+        self.device = -1 if lib.host else lib.device(x)
+
+    def __call__(self, x: Any) -> Optional[Any]:
+        flat = x if x.ndim == 1 else x.reshape(-1)
+        n = self.vec(flat)
+        sig = self.sig
+        if not sig.usable(n):
+            return None
+        library = self.library
+        out = library.empty((n,), self.dtype, x)
+        if self.stream is None:
+            stream, key = None, self.root
+        else:
+            stream = self.stream(x)
+            key = (self.root, self.device, stream)
+        needed = sig.run(None, None, flat, out, n, stream, sig.init)
+        if not needed or not sig.run(_c._buffer(library, key, needed, x), None, flat, out, n,
+                                     stream, sig.init):
+            return None
+        return out
+
+
+_cumsums: dict[tuple, _Cumsum] = {}
+
+
+def _general(x: Any, exclusive: bool, key: Optional[tuple]):
+    """The general path: the two-phase calls with every argument checked;
+    remembers the cached path of x's type and dtype."""
+    library = _c._library(x)
+    flat = library.flat(x)
+    stream = library.stream(x)
+    a = describe(flat, "x")
+    dtype = _c._sum_dtype(a.dtype)
+    out = library.empty((a.size,), dtype, x)
+    nbytes = running_sum(None, flat, out, a.size, stream, exclusive)
+    running_sum(_c._temp_storage(library, x, stream, nbytes), flat, out, a.size, stream,
+                exclusive)
+    lib = lib_of(flat)
+    if key is not None and lib is not None and (lib.host or one_device()):
+        sig = running_sum_signature(flat, out, exclusive)
+        if sig is not None:
+            if len(_cumsums) >= 256:
+                _cumsums.clear()
+            _cumsums[key] = _Cumsum(sig, lib, library, x, dtype)
+    return out
 
 
 def cumsum(x: Any, exclusive: bool = False):
     """Inclusive (or exclusive: starting from 0) running sums of x's elements
     in flat order, as a 1-d array of x's library."""
-    lib = _c._library(x)
-    flat = lib.flat(x)
-    stream = lib.stream(x)
-    a = describe(flat, "x")
-    out = lib.empty((a.size,), _c._sum_dtype(a.dtype), x)
-
-    def call(temp):
-        return _scan(temp, None, flat, out, "add", 0 if exclusive else None, a.size, stream,
-                     rule="out", exclusive=exclusive, has_init=exclusive)
-    call(_c._temp_storage(lib, x, stream, call(None)))
-    return out
+    try:
+        key = (bool(exclusive), type(x), x.dtype)
+        fast = _cumsums.get(key)
+    except (AttributeError, TypeError):  # not an array: the general path says so
+        return _general(x, bool(exclusive), None)
+    if fast is not None:
+        out = fast(x)
+        if out is not None:
+            return out
+    return _general(x, bool(exclusive), key)

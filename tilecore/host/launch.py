@@ -16,7 +16,7 @@ from .. import config
 from ..kernel import Kernel
 from .classify import check_arg_count, normalize_grid
 
-__all__ = ["launch"]
+__all__ = ["launch", "fast_launcher"]
 
 _SIDE_BY_TYPE: dict[type, str] = {}
 _ROUTES: dict[tuple, str] = {}
@@ -90,6 +90,18 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /) -> None:
         return
     from .cpu import launch_cpu
     launch_cpu(kernel, grid3, args)
+
+
+def fast_launcher(kernel: Kernel) -> Any:
+    """The kernel's current fast launcher (the one its latest GPU launch took or
+    installed, as a rule), or None. A caller that repeats the same launches
+    (the device-scope algorithms' cached paths) keeps one per launch and calls
+    it first, `fast(stream, grid, args)`, launching with `launch` when it
+    returns False: the kernel's own two slots hold the last two argument kinds
+    only, and a kernel shared by several signatures (DeviceScan's, one per
+    method and operator) sees more. Any fast launcher may be called with any
+    arguments: it guards every fact its specialization relies on."""
+    return kernel.backend_cache.get("fast_launch")
 
 
 _GPU_LAUNCH: list = []
