@@ -2,12 +2,16 @@
 interpreter's host path for a GPU's architecture and SM count without running
 anything; compile_job()/CompilePool build the captured kernels with NVRTC
 for sm_90 (no GPU needed)."""
+import time
+
 import numpy as np
 import pytest
 
 import tilecore
 from tilecore.dispatch import target
-from tilecore.tune.compile_pool import CompileJob, CompilePool, capture, compile_job
+from tilecore.tune import compile_pool
+from tilecore.tune.compile_pool import (CompileJob, CompilePool, CompileResult, candidate_jobs,
+                                        capture, compile_job)
 from tilecore.tune.workloads import Workload
 
 pytestmark = pytest.mark.interpreter_only     # nothing runs in the interpreter here
@@ -89,3 +93,54 @@ def test_prefetch_soon_goes_ahead_of_speculative_jobs(monkeypatch):
         assert list(pool._queue) == ["next1", "next2", "spec2", "spec1"]
         pool.prefetch(["spec1"])
         assert list(pool._queue) == ["next1", "next2", "spec2", "spec1"]
+
+
+class ThreadPool(CompilePool):
+    """A CompilePool whose workers are threads (the fake compile_job below runs in them)."""
+
+    def _start(self):
+        from concurrent.futures import ThreadPoolExecutor
+        return ThreadPoolExecutor(self.workers)
+
+
+def fake_compile(seconds):
+    """compile_job replaced by a sleep of seconds[job] (a model of NVRTC's time, not a compile)."""
+    def compile_job(job, arch, sm_count):
+        time.sleep(seconds.get(job, 0.0))
+        return CompileResult(1, 1, seconds.get(job, 0.0), "failed" if job == "bad" else None)
+    return compile_job
+
+
+def test_first_done_takes_the_candidate_compiled_first(monkeypatch):
+    """A candidate whose compile is slow does not hold up one compiled after it:
+    first_done answers with the first whose jobs are all done (a failed job
+    counts: its candidate fails at once), in order of preference when several
+    are, and 0 when none is done in time."""
+    monkeypatch.setattr(compile_pool, "compile_job", fake_compile({"slow": 3.0, "a": 0.2}))
+    with ThreadPool("sm_90", 132, workers=3) as pool:
+        t0 = time.monotonic()
+        assert pool.first_done([["slow"], ["a", "b"], ["c"]], timeout=20) in (1, 2)
+        assert time.monotonic() - t0 < 2
+        pool.wait(["a", "b", "c"], timeout=5)
+        assert pool.first_done([["slow"], ["c"], ["a"]], timeout=20) == 1
+        assert pool.first_done([["slow"], ["bad"]], timeout=20) == 1
+        t0 = time.monotonic()
+        assert pool.first_done([["slow"]], timeout=0.2) == 0
+        assert 0.2 <= time.monotonic() - t0 < 2
+
+
+def test_first_done_queues_its_candidates_ahead_in_order(monkeypatch):
+    with CompilePool("sm_90", 132, workers=1) as pool:
+        monkeypatch.setattr(pool, "_feed", lambda: None)      # keep everything queued
+        pool.prefetch(["spec1", "next2"])
+        assert pool.first_done([["next1"], ["next2", "next3"]], timeout=0) == 0
+        assert list(pool._queue) == ["next1", "next2", "next3", "spec1"]
+
+
+def test_candidate_jobs_are_the_sweeps_cases():
+    seg = Workload("segmented_reduce", "float32", "add")
+    jobs = candidate_jobs(seg, (1 << 16, 1 << 20), {"block_threads": 128})
+    assert [(j.n, j.segments) for j in jobs] == [(1 << 16, "short"), (1 << 16, "long"),
+                                                 (1 << 20, "short"), (1 << 20, "long")]
+    assert jobs[0] == CompileJob.of(seg, 1 << 16, "short", {"block_threads": 128})
+    assert len(candidate_jobs(REDUCE, (1 << 16, 1 << 20), POLICY)) == 2

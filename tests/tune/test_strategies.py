@@ -306,15 +306,82 @@ def test_lookahead_prefetches_the_next_candidates_without_changing_the_search(st
     assert len(prefetched) >= 5 and len(ahead & set(measured[1:])) >= len(measured) // 2
     for s in studies:
         assert not s.get_trials(states=(optuna.trial.TrialState.RUNNING,))
-    if strategy == "exhaustive":       # the next LOOKAHEAD configs of the space's order
+    if strategy == "exhaustive":
         order = [tuple(c.items()) for c in sp.configs()]
-        assert prefetched[0] == order[1:1 + LOOKAHEAD]
+        assert prefetched[0] == order[:1 + LOOKAHEAD]     # before anything is measured
+        assert prefetched[1] == order[1:1 + LOOKAHEAD]    # then the next LOOKAHEAD
+    else:                                                 # TPE's first trials, asked first
+        assert len(prefetched[0]) == 1 + LOOKAHEAD and prefetched[0][0] == measured[0]
 
 
 def test_lookahead_zero_asks_one_trial_at_a_time():
+    """Nothing is ahead: prefetch gets only the first candidate, before anything is measured."""
     rec = Recorder()
+    prefetched = []
     got = run_search(space(), rec, budget=12, study=study(), strategy="tpe", seed=1,
-                     lookahead=0, prefetch=lambda cs: pytest.fail("nothing is ahead"))
+                     lookahead=0, prefetch=lambda cs: prefetched.append((len(rec.calls), cs)))
     assert got.trials == 12
+    assert prefetched == [(0, [rec.calls[0]])]
     with pytest.raises(ValueError, match="lookahead"):
         run_search(space(), rec, budget=3, study=study(), lookahead=-1)
+
+
+@pytest.mark.parametrize("strategy", ["tpe+polish", "exhaustive"])
+def test_pick_measures_a_later_candidate_first_without_losing_any(strategy):
+    """pick (the sweep: the candidate compiled first) gets the next untried
+    candidates, the search's next first, at most LOOKAHEAD + 1; taking a later
+    one measures the slow ones later, never twice, never dropped by the
+    exhaustive order, and leaves no trial running."""
+    sp = space() if strategy == "tpe+polish" else space(("mode", "group_tiles"))
+    rec = Recorder()
+    offered = []
+
+    def slow(c):          # a model of a slow compile: mode 0
+        return c.get("mode") == 0
+
+    def pick(configs):
+        assert 2 <= len(configs) <= LOOKAHEAD + 1
+        assert all(tuple(c.items()) not in rec.idents() for c in configs)
+        offered.append(configs)
+        return next((i for i, c in enumerate(configs) if not slow(c)), 0)
+
+    st = study()
+    r = run_search(sp, rec, budget=40, study=st, strategy=strategy, seed=3, pick=pick)
+    assert offered and len(set(rec.idents())) == len(rec.calls) == r.trials
+    assert any(slow(c[0]) and not slow(c[1]) for c in offered)   # a slow one was skipped
+    assert not st.get_trials(states=(optuna.trial.TrialState.RUNNING,))
+    if strategy == "exhaustive":
+        assert sorted(rec.idents()) == sorted(tuple(c.items()) for c in sp.configs())
+        plain = Recorder()
+        run_search(sp, plain, budget=40, study=study(), strategy=strategy)
+        assert rec.idents() != plain.idents()
+
+
+def test_start_runs_once_after_the_first_candidates_went_to_prefetch():
+    """start (the sweep's baseline measurement) runs before anything is
+    measured, once the first candidates were handed to prefetch; also when the
+    budget is already spent (a resumed study still needs its baseline); an
+    exception from it propagates and leaves no trial running."""
+    events = []
+    rec = Recorder()
+    rec_call = rec.__call__
+
+    def evaluate(config, must_beat):
+        events.append("evaluate")
+        return rec_call(config, must_beat)
+
+    st = study()
+    run_search(space(), evaluate, budget=8, study=st, seed=1, enqueue=[SCAN_BASE],
+               prefetch=lambda cs: events.append("prefetch"),
+               start=lambda: events.append("start"))
+    assert events[:2] == ["prefetch", "start"] and events.count("start") == 1
+    events.clear()
+    run_search(space(), evaluate, budget=8, study=st, seed=1, start=lambda: events.append("start"))
+    assert events == ["start"]
+
+    def fails():
+        raise RuntimeError("the baseline failed")
+    failing = study()
+    with pytest.raises(RuntimeError, match="baseline"):
+        run_search(space(), evaluate, budget=8, study=failing, seed=1, start=fails)
+    assert not failing.get_trials(states=(optuna.trial.TrialState.RUNNING,))

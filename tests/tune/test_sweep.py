@@ -99,6 +99,9 @@ class RunTimeModel:
     def prefetch(self, policies, soon=False):
         pass
 
+    def pick(self, policies):
+        return 0
+
     def close(self):
         pass
 
@@ -398,6 +401,11 @@ class SlowPool:
     def prefetch(self, jobs, soon=False):
         pass
 
+    def first_done(self, groups, timeout):
+        self.waits += 1
+        time.sleep(self.seconds)
+        return 0
+
 
 def test_time_waiting_for_compiles_is_not_counted_as_measuring(tmp_path, user_dir):
     """The sweep's "measuring" share excludes the time a candidate waited for its
@@ -420,3 +428,64 @@ def test_throttled_samples_are_counted_over_the_studies(tmp_path, user_dir):
     cfg = config(tmp_path, sizes=(1 << 10,), fields=("block_threads",), trials=3)
     result, _ = sweep(cfg, lambda w, sizes: S.CaseBench(w, sizes, timer=ThrottlingTimer()))
     assert result.throttled_samples == 7 * len(result.outcomes)
+
+
+class LoggingPool:
+    """A compile pool that compiles nothing and logs what it is asked, in order;
+    first_done answers with the first candidate whose block_threads is not
+    32 (a model of a slow compile)."""
+
+    def __init__(self):
+        self.log = []
+
+    def prefetch(self, jobs, soon=False):
+        self.log.append(("soon" if soon else "prefetch", {j.policy for j in jobs}))
+
+    def wait(self, jobs, timeout):
+        self.log.append(("wait", {j.policy for j in jobs}))
+        return []
+
+    def first_done(self, groups, timeout):
+        policies = [dict(g[0].policy) for g in groups]
+        i = next((i for i, p in enumerate(policies) if p["block_threads"] != 32), 0)
+        self.log.append(("first_done", [g[0].policy for g in groups], i))
+        return i
+
+
+def test_compiles_are_queued_before_the_gpu_needs_them(tmp_path, user_dir):
+    """With a compile pool: every study's baseline is queued when the sweep
+    starts (`ahead`), each study's first candidates before its baseline is
+    waited for, and the search measures the candidate the pool compiled first
+    (a slow compile is measured later, not waited for)."""
+    from tilecore.tune.compile_pool import candidate_jobs
+    pool = LoggingPool()
+    cfg = config(tmp_path, dtypes=("float32", "int32"), sizes=(1 << 10,),
+                 fields=("block_threads",), trials=6)
+    result, _ = sweep(cfg, lambda w, sizes: S.CaseBench(w, sizes, timer=ModelTimer(), pool=pool),
+                      ahead=lambda w, sizes, ps: pool.prefetch(
+                          [j for p in ps for j in candidate_jobs(w, sizes, p)]))
+    assert [o.entry is not None for o in result.outcomes] == [True, True]
+    baselines = [tuple(sorted(current_policy("reduce", 90, w.key).items()))
+                 for w in (F32_ADD, Workload("reduce", "int32", "add"))]
+    log = pool.log
+    assert log[:2] == [("prefetch", {b}) for b in baselines]
+    waits = [i for i, e in enumerate(log) if e[0] == "wait"]
+    for b in baselines:                  # the baseline's wait comes after the first candidates
+        first_wait = next(i for i in waits if log[i][1] == {b})
+        assert log[first_wait - 1][0] == "soon" and log[first_wait - 1][1] - {b}
+    picks = [e for e in log if e[0] == "first_done" and e[2] > 0]
+    assert picks, "a slow compile was never passed over"
+    for e in picks:                                  # the candidate picked is the one waited for
+        after = next(f for f in log[log.index(e):] if f[0] == "wait")
+        assert after == ("wait", {e[1][e[2]]})
+    assert result.compile_wait_s > 0
+
+
+def test_a_failing_baseline_ends_its_study_without_trials_left_running(tmp_path, user_dir):
+    base = current_policy("reduce", 90, F32_ADD.key)
+    cfg = config(tmp_path, trials=6, storage=sqlite(tmp_path))
+    result, _ = sweep(cfg, Models(compile_error=lambda p: p == base))
+    (o,) = result.outcomes
+    assert o.entry is None and o.measured == 0
+    assert o.detail.startswith("the current policy failed: RuntimeError: compile")
+    assert not [t for t in trials_of(cfg, o) if t.state == optuna.trial.TrialState.RUNNING]

@@ -358,15 +358,18 @@ def main(argv: Optional[Sequence[str]] = None, *, bench=None,
                             resume=args.resume, strategy=args.strategy)
     import optuna
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    pool = None
+    pool, ahead = None, None
     if bench is None:
-        from .compile_pool import CompilePool, default_workers
+        from .compile_pool import CompilePool, candidate_jobs, default_workers
         pool = CompilePool(f"sm_{facts.cc}", facts.sm_count, default_workers())
         bench = (lambda w, sizes: sweep.CaseBench(w, sizes, device=facts.ordinal, pool=pool))
+        ahead = (lambda w, sizes, policies: pool.prefetch(
+            [job for p in policies for job in candidate_jobs(w, sizes, p)]))
     log = (lambda line: print(line, file=sys.stderr))
     try:
         result = sweep.run_sweep(cfg, cc=facts.cc, bench=bench, provenance=facts.provenance,
-                                 progress=None if args.quiet else ProgressLine(), log=log)
+                                 progress=None if args.quiet else ProgressLine(), log=log,
+                                 ahead=ahead)
     except KeyboardInterrupt:
         where = storage or "memory (not resumable: the cache directory is off)"
         print(f"\ntilecore.tune: interrupted; the studies are in {where}: run again with "

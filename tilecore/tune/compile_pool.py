@@ -28,7 +28,11 @@ What makes the recorded launches the GPU's own:
 `CompilePool` keeps at most `workers` jobs running: `wait(jobs)` puts its jobs
 at the head of the queue (the candidate the GPU times next) and `prefetch`
 queues others: the search's next candidates (`soon`) right behind them, then
-speculative ones (the neighbours of the best so far).
+speculative ones (the neighbours of the best so far, the later studies'
+baselines). `first_done(groups)` tells which of several candidates (the
+search's next few) has its kernels compiled first, so that the GPU times that
+one instead of idling behind a slow compile (H100, 2026-11-27: one scan
+candidate's kernels took 65 s of a sweep's 82 s of compile waits).
 A job's failure (a compile error, a resource limit the compiler reports) comes
 back as `CompileResult.error`; the pool itself never raises for a candidate.
 """
@@ -40,7 +44,8 @@ import os
 import threading
 import time
 from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
+from concurrent.futures import wait as wait_futures
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
@@ -51,7 +56,7 @@ from ..language import dtypes as D
 from .workloads import Workload, array_layout, invoke, segment_offsets
 
 __all__ = ["CompileJob", "CompileResult", "CompilePool", "capture", "compile_job",
-           "default_workers"]
+           "candidate_jobs", "default_workers"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,12 @@ class CompileJob:
     def of(cls, workload: Workload, n: int, segments: Optional[str], policy: dict
            ) -> "CompileJob":
         return cls(workload, n, segments, tuple(sorted(policy.items())))
+
+
+def candidate_jobs(workload: Workload, sizes: Sequence[int], policy: dict) -> list[CompileJob]:
+    """The jobs of one candidate: one per size and segment distribution (the
+    sweep's cases, in its order)."""
+    return [CompileJob.of(workload, n, seg, policy) for n in sizes for seg in workload.segments]
 
 
 @dataclass(frozen=True)
@@ -171,6 +182,13 @@ class CompilePool:
             self._queue.append(job)
         return f
 
+    def _ahead(self, jobs: Sequence[CompileJob]) -> None:
+        """Move the queued ones of `jobs` to the head of the queue, in order (lock held)."""
+        for job in reversed(jobs):
+            if job not in self._running and not self._futures[job].done():
+                self._queue.remove(job)
+                self._queue.appendleft(job)
+
     def prefetch(self, jobs: Iterable[CompileJob], soon: bool = False) -> None:
         """Queue `jobs` behind those queued already (speculative work), or with
         `soon` ahead of them (the search's next candidates, needed before any
@@ -180,10 +198,7 @@ class CompilePool:
             for job in jobs:
                 self._future(job)
             if soon:
-                for job in reversed(jobs):
-                    if job not in self._running and not self._futures[job].done():
-                        self._queue.remove(job)
-                        self._queue.appendleft(job)
+                self._ahead(jobs)
             self._feed()
 
     def wait(self, jobs: Sequence[CompileJob], timeout: float) -> list[CompileResult]:
@@ -192,10 +207,7 @@ class CompilePool:
         error (its worker finishes it in the background)."""
         with self._lock:
             futures = [self._future(job) for job in jobs]
-            for job in reversed(jobs):
-                if job not in self._running and not self._futures[job].done():
-                    self._queue.remove(job)
-                    self._queue.appendleft(job)
+            self._ahead(jobs)
             self._feed()
         deadline = time.monotonic() + timeout
         out = []
@@ -205,6 +217,26 @@ class CompilePool:
             except TimeoutError:
                 out.append(CompileResult(error=f"compile timed out after {timeout:.0f} s"))
         return out
+
+    def first_done(self, groups: Sequence[Sequence[CompileJob]], timeout: float) -> int:
+        """The index of the first of `groups` (candidates, each its jobs, in
+        order of preference) whose jobs are all done, waiting up to `timeout`
+        seconds for one (then 0). Their jobs go to the head of the queue, in
+        order. A job that failed counts as done: its candidate fails at once."""
+        with self._lock:
+            futures = [[self._future(job) for job in group] for group in groups]
+            self._ahead([job for group in groups for job in group])
+            self._feed()
+        deadline = time.monotonic() + timeout
+        while True:
+            for i, group in enumerate(futures):
+                if all(f.done() for f in group):
+                    return i
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return 0
+            wait_futures([f for group in futures for f in group if not f.done()], timeout=left,
+                         return_when=FIRST_COMPLETED)
 
     def _feed(self) -> None:
         """Hand queued jobs to the executor while fewer than `workers` run (lock held)."""

@@ -20,9 +20,15 @@ Strategies:
 
 Compiles overlap measurement: "tpe" and "tpe+polish" keep LOOKAHEAD trials
 asked ahead of the one being measured (TPE's constant liar counts them as
-pending), and "exhaustive" knows its order; the configs ahead go to
-`prefetch` (the sweep's compile pool), so the next candidate's kernels
-compile while the GPU times this one.
+pending), "exhaustive" knows its order and the polish its neighbours; the
+configs ahead go to `prefetch` (the sweep's compile pool), so the next
+candidate's kernels compile while the GPU times this one. The first ones are
+asked (listed) and prefetched before anything is measured, and `start` (the
+sweep's baseline measurement) runs then. `pick` chooses which of the next
+candidates (the next one and those ahead) to measure now: the sweep takes
+the first whose kernels are compiled, so a slow compile is measured later
+instead of idling the GPU. Without `pick` the search takes them in order:
+the same search with or without the pool.
 
 Every strategy measures the enqueued configs first (the current policy, the
 nearest older architecture's tuned policy), never measures a config twice,
@@ -37,12 +43,14 @@ has them counted and re-used, never re-measured.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import time
 import warnings
 from collections import deque
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Callable, Optional, Sequence
 
 import optuna
@@ -112,7 +120,9 @@ def run_search(space: SearchSpace, evaluate: Evaluate, *, budget: int, study: op
                deadline: Optional[float] = None, race_top: int = RACE_TOP,
                tpe_share: float = TPE_SHARE,
                prefetch: Optional[Callable[[Sequence[dict]], None]] = None,
-               lookahead: int = LOOKAHEAD) -> SearchResult:
+               lookahead: int = LOOKAHEAD,
+               pick: Optional[Callable[[Sequence[dict]], int]] = None,
+               start: Optional[Callable[[], None]] = None) -> SearchResult:
     """Search `space` for the config with the highest score, measuring at
     most `budget` configs (see the module docstring). evaluate(config,
     must_beat) measures a config (the dimensions that apply, as
@@ -122,7 +132,12 @@ def run_search(space: SearchSpace, evaluate: Evaluate, *, budget: int, study: op
     time.monotonic() value after which no new evaluation starts. on_trial:
     called with each new evaluation. race_top: racing threshold rank (0: no
     racing). prefetch: called with the configs `lookahead` ahead (see the
-    module docstring; the search is the same with or without it)."""
+    module docstring; the search is the same with or without it). pick:
+    given the next candidates (untried, feasible; the search's next first),
+    the index of the one to measure now (None: always the first). start:
+    called once, after the first candidates went to prefetch and before any
+    config is measured; an exception from it ends the search and
+    propagates."""
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy: expected one of {list(STRATEGIES)}, got {strategy!r}")
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
@@ -136,15 +151,22 @@ def run_search(space: SearchSpace, evaluate: Evaluate, *, budget: int, study: op
     if strategy == "auto":
         strategy = "exhaustive" if space.size() <= budget else "tpe+polish"
     s = _Search(space, evaluate, budget, study, seed, on_trial, deadline, race_top, strategy,
-                prefetch, lookahead)
+                prefetch, lookahead, pick)
     s.resume()
-    s.run_enqueued([space.project(c) for c in enqueue])
-    if strategy == "exhaustive":
-        s.exhaustive()
-    elif strategy == "random":
-        s.random()
-    else:
-        s.tpe(strategy, tpe_share)
+    enqueued = [space.project(c) for c in enqueue]
+    try:
+        s.prime(enqueued)
+        if start is not None:
+            start()
+        s.run_enqueued(enqueued)
+        if strategy == "exhaustive":
+            s.exhaustive()
+        elif strategy == "random":
+            s.random()
+        else:
+            s.tpe(strategy, tpe_share)
+    finally:
+        s.drop_pending()
     return SearchResult(s.best(), s.evaluations, strategy, s.count, s.stop_reason())
 
 
@@ -161,6 +183,7 @@ class _Search:
     strategy: str
     prefetch: Optional[Callable[[Sequence[dict]], None]]
     lookahead: int
+    pick: Optional[Callable[[Sequence[dict]], int]]
     done: dict = field(default_factory=dict)        # canonical -> (Evaluation, trial number)
     infeasible: set = field(default_factory=set)    # canonical configs that break a constraint
     evaluations: list = field(default_factory=list)
@@ -199,8 +222,11 @@ class _Search:
         recorded, so it may be measured again."""
         for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
             self.study.tell(t.number, state=TrialState.FAIL)
-        for t in self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,
-                                                                TrialState.FAIL)):
+        finished = self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,
+                                                                  TrialState.FAIL))
+        # in the order they were measured (trials asked ahead have earlier numbers)
+        finished.sort(key=lambda t: (t.datetime_complete or datetime.max, t.number))
+        for t in finished:
             status = t.user_attrs.get(ATTR_STATUS)
             if status is None or ATTR_DUPLICATE in t.user_attrs:
                 continue
@@ -333,6 +359,27 @@ class _Search:
 
     # --- strategies --------------------------------------------------------------------------
 
+    def prime(self, enqueued: Sequence[dict]) -> None:
+        """Before anything is measured, hand the enqueued configs and the
+        strategy's first candidates to prefetch: TPE's first trials are asked
+        now (its sampler set), the exhaustive order's first ones listed."""
+        if self.strategy in ("tpe", "tpe+polish", "tpe-ordinal"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                self.study.sampler = optuna.samplers.TPESampler(
+                    seed=self.seed, multivariate=True, group=True,
+                    constant_liar=self.lookahead > 0)
+        if self.should_stop():
+            return
+        first: list[dict] = []
+        if self.strategy == "exhaustive":
+            first = list(itertools.islice((c for c in self.space.configs() if self.untried(c)),
+                                          self.lookahead + 1))
+        elif self.strategy != "random":
+            self.fill()
+            first = [c for _, c in self.pending]
+        self.ahead(list(enqueued) + first)
+
     def run_enqueued(self, configs: Sequence[dict]) -> None:
         """Measure `configs` first, in order, unless measured already (recorded
         with add_trial, not Optuna's enqueue_trial: its skip_if_exists also
@@ -343,21 +390,42 @@ class _Search:
                 return
             self.run_config(c, "enqueued")
 
-    def exhaustive(self) -> None:
-        order = list(self.space.configs())
-        for i, config in enumerate(order):
+    def untried(self, config: dict) -> bool:
+        """Whether measuring `config` is still to come (not tried, feasible)."""
+        ident = tuple(config.items())
+        return ident not in self.done and ident not in self.infeasible and self.space.valid(config)
+
+    def choose(self, configs: Sequence[dict]) -> int:
+        """Which of `configs` (the next ones, in the search's order) to take
+        now: the first when it needs no measuring (tried or infeasible: answered
+        at once) or without `pick`; else the one `pick` chooses among those
+        that need measuring."""
+        if self.pick is None or not self.untried(configs[0]):
+            return 0
+        todo = [i for i, c in enumerate(configs) if self.untried(c)]
+        return todo[self.pick([configs[i] for i in todo])] if len(todo) > 1 else 0
+
+    def run_window(self, configs: list[dict], source: str) -> bool:
+        """Measure `configs` with run_config, the next lookahead + 1 at a time
+        (the one `choose` takes; those ahead go to prefetch). False when the
+        search stopped before all were taken."""
+        while configs:
             if self.should_stop():
-                return
-            self.ahead(order[i + 1:i + 1 + self.lookahead])
-            self.run_config(config, "exhaustive")
-        self.exhausted = True
+                return False
+            config = configs.pop(self.choose(configs[:self.lookahead + 1]))
+            self.ahead(configs[:self.lookahead])
+            self.run_config(config, source)
+        return True
+
+    def exhaustive(self) -> None:
+        if self.run_window(list(self.space.configs()), "exhaustive"):
+            self.exhausted = True
 
     def ahead(self, configs: Sequence[dict]) -> None:
         """Hand the untried feasible ones of `configs` to prefetch."""
         if self.prefetch is None:
             return
-        todo = [c for c in configs if tuple(c.items()) not in self.done
-                and tuple(c.items()) not in self.infeasible and self.space.valid(c)]
+        todo = [c for c in configs if self.untried(c)]
         if todo:
             self.prefetch(todo)
 
@@ -375,17 +443,7 @@ class _Search:
         self.exhausted = True
 
     def tpe(self, strategy: str, share: float) -> None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            self.study.sampler = optuna.samplers.TPESampler(
-                seed=self.seed, multivariate=True, group=True,
-                constant_liar=self.lookahead > 0)
-        try:
-            self.tpe_loop(strategy, share)
-        finally:
-            self.drop_pending()
-
-    def tpe_loop(self, strategy: str, share: float) -> None:
+        """TPE (its sampler set by prime), with the polish for "tpe+polish"."""
         if strategy != "tpe+polish":
             while not self.should_stop():
                 self.tpe_step()
@@ -400,16 +458,23 @@ class _Search:
             if best is not None and tuple(best.config.items()) != polished:
                 polished = self.polish()
 
+    def fill(self) -> None:
+        """Ask TPE until lookahead + 1 trials are pending."""
+        while len(self.pending) <= self.lookahead:
+            self.pending.append(self.ask())
+
     def tpe_step(self) -> None:
-        """Take TPE's next proposal (asked LOOKAHEAD ahead) until one is an
-        untried feasible config and measure it; after STUCK_AFTER proposals in
-        a row that are not, measure an untried config drawn at random instead."""
+        """Take TPE's next proposal (asked LOOKAHEAD ahead; `choose` may take
+        a later pending one) until one is an untried feasible config and
+        measure it; after STUCK_AFTER proposals in a row that are not, measure
+        an untried config drawn at random instead."""
         for _ in range(STUCK_AFTER):
             if self.should_stop():
                 return
-            while len(self.pending) <= self.lookahead:
-                self.pending.append(self.ask())
-            trial, config = self.pending.popleft()
+            self.fill()
+            i = self.choose([c for _, c in self.pending])
+            trial, config = self.pending[i]
+            del self.pending[i]
             self.ahead([c for _, c in self.pending])
             if self.run_trial(trial, config, "tpe") == "measured":
                 return
@@ -431,10 +496,8 @@ class _Search:
             if best is None:
                 return None
             centre = tuple(best.config.items())
-            for config in self.space.neighbors(best.config, 1):
-                if self.should_stop():
-                    return centre
-                self.run_config(config, "polish")
+            if not self.run_window(list(self.space.neighbors(best.config, 1)), "polish"):
+                return centre
             if tuple(self.best().config.items()) == centre:
                 return centre
 

@@ -17,6 +17,8 @@ Per workload (an (algorithm, dtype, op) whose tuning key is tuned):
    older architecture's policy included so that it can be enqueued.
 3. The baseline is checked and measured once per session (every case: each
    size, and for segmented reduce each segment distribution); it scores 1.0.
+   It is measured from `run_search`'s `start`, once the search's first
+   candidates went to the compile pool, so they compile meanwhile.
 4. `run_search` with the baseline and the older policy enqueued, and
    `evaluate(config, must_beat)` (`Evaluator`): the candidate runs under
    `override_policy`, is checked against the reference on every case before
@@ -51,6 +53,13 @@ runs the algorithm on GPU arrays (or, with device None, in the interpreter)
 through workloads.Case and measure.py, compiling candidates ahead in a
 CompilePool when given one; tests pass a model of run time over the policy
 parameters.
+
+Compile waits. With a pool, the GPU process waits for a candidate's kernels
+only when nothing else is ready: every study's baseline is queued when the
+sweep starts (`run_sweep(ahead=...)`), each study's first candidates before
+its baseline is measured, later ones `LOOKAHEAD` ahead, and the search
+measures whichever of its next candidates finished compiling first
+(`Bench.pick`), so one slow compile does not idle the GPU.
 """
 from __future__ import annotations
 
@@ -73,7 +82,7 @@ from .strategies import ATTR_DUPLICATE, ATTR_STATUS, INFEASIBLE, Evaluation, run
 from .space import SearchSpace, space_for
 from .workloads import Case, Side, Workload, current_policy, gbs, older_policy, workloads
 
-__all__ = ["CaseInfo", "Bench", "BenchRun", "MakeBench", "CaseBench", "Evaluator",
+__all__ = ["CaseInfo", "Bench", "BenchRun", "MakeBench", "Ahead", "CaseBench", "Evaluator",
            "SweepConfig", "StudyOutcome", "SweepResult", "Progress", "run_sweep",
            "default_storage", "open_storage", "study_base_name", "parse_sizes", "FINALISTS",
            "ROUNDS", "RACE_MARGIN", "RACE_CAP", "DEFAULT_SIZES", "RESULT_ATTR", "SETUP_ATTR"]
@@ -120,7 +129,9 @@ class Bench(Protocol):
     order; `run(policy)` enters a complete policy for a candidate's work;
     `interleaved` re-measures several policies on one case round-robin;
     `prefetch` may compile policies ahead (or do nothing; `soon`: the search's
-    next candidates, before speculative ones); `close` frees the
+    next candidates, before speculative ones); `pick(policies)` is the index
+    of the one to measure next (the first whose compiles are done, waiting
+    for one when none is; 0 without compiles to wait for); `close` frees the
     buffers. Any method may raise: the sweep records a failed candidate."""
     cases: Sequence[CaseInfo]
 
@@ -130,6 +141,8 @@ class Bench(Protocol):
                     rounds: int) -> dict[str, M.Measurement]: ...
 
     def prefetch(self, policies: Sequence[dict], soon: bool = False) -> None: ...
+
+    def pick(self, policies: Sequence[dict]) -> int: ...
 
     def close(self) -> None: ...
 
@@ -148,7 +161,7 @@ class CaseBench:
     def __init__(self, workload: Workload, sizes: Sequence[int], *, device: Optional[int] = None,
                  timer: Optional[M.Timer] = None, pool=None,
                  compile_timeout_s: float = 300.0) -> None:
-        self.workload = workload
+        self.workload, self.sizes = workload, tuple(sizes)
         side = Side(device)
         self._cases = [Case(workload, n, side, seg) for n in sizes for seg in workload.segments]
         self.cases = tuple(CaseInfo(c.n, c.segments, c.nbytes) for c in self._cases)
@@ -157,15 +170,25 @@ class CaseBench:
         self.timer = timer
         self._pool = pool
         self._compile_timeout_s = compile_timeout_s
-        self.compile_wait_s = 0.0     # time run() waited for the pool's compiles
+        self.compile_wait_s = 0.0     # time run() and pick() waited for the pool's compiles
 
     def _jobs(self, policy: dict) -> list:
-        from .compile_pool import CompileJob
-        return [CompileJob.of(self.workload, c.n, c.segments, policy) for c in self._cases]
+        from .compile_pool import candidate_jobs
+        return candidate_jobs(self.workload, self.sizes, policy)
 
     def prefetch(self, policies: Sequence[dict], soon: bool = False) -> None:
         if self._pool is not None:
             self._pool.prefetch([job for p in policies for job in self._jobs(p)], soon)
+
+    def pick(self, policies: Sequence[dict]) -> int:
+        if self._pool is None or len(policies) < 2:
+            return 0
+        t0 = time.monotonic()
+        try:
+            return self._pool.first_done([self._jobs(p) for p in policies],
+                                         self._compile_timeout_s)
+        finally:
+            self.compile_wait_s += time.monotonic() - t0
 
     @contextlib.contextmanager
     def run(self, policy: dict) -> Iterator[BenchRun]:
@@ -557,25 +580,40 @@ class _Timed:
     def prefetch(self, policies: Sequence[dict], soon: bool = False) -> None:
         self._bench.prefetch(policies, soon)
 
+    def pick(self, policies: Sequence[dict]) -> int:
+        with self._clock():
+            return self._bench.pick(policies)
+
     def close(self) -> None:
         self._totals.throttled_samples += getattr(getattr(self._bench, "timer", None),
                                                   "throttled_samples", 0)
         self._bench.close()
 
 
+Ahead = Callable[[Workload, Sequence[int], Sequence[dict]], None]
+
+
 def run_sweep(cfg: SweepConfig, *, cc: int, bench: MakeBench, provenance: dict,
-              progress: Optional[Progress] = None,
-              log: Callable[[str], None] = print) -> SweepResult:
+              progress: Optional[Progress] = None, log: Callable[[str], None] = print,
+              ahead: Optional[Ahead] = None) -> SweepResult:
     """Tune every distinct (algorithm, tuning key) of `cfg` on a device of
     compute capability `cc` (see the module docstring), measuring with
     `bench(workload, sizes)`, and write the results into `cfg.out`
     (`output.default_directory()` when None). provenance: the environment
     (output.environment_provenance). log: receives the table decisions and
-    notes."""
+    notes. ahead(workload, sizes, policies): queues compiles before the
+    workload's bench exists (speculative; the command line's compile pool):
+    every study's current policy (and the nearest older architecture's) is
+    queued at the start, so no study waits for its baseline's compile."""
     from .output import default_directory
     out = Path(cfg.out) if cfg.out is not None else default_directory()
     storage = open_storage(cfg.storage)
     todo = workloads(cfg.algorithms, cfg.dtypes, cfg.ops)
+    if ahead is not None:
+        for w in todo:
+            older = older_policy(w.algorithm, cc, w.key)
+            ahead(w, cfg.sizes, [current_policy(w.algorithm, cc, w.key)]
+                  + ([older[1]] if older else []))
     result = SweepResult()
     start = time.monotonic()
     sweep_deadline = start + cfg.timeout_s if cfg.timeout_s is not None else None
@@ -637,21 +675,30 @@ def _run_study(cfg: SweepConfig, w: Workload, cc: int, base_name: str, storage,
         bench.close()
 
 
+class _BaselineFailed(Exception):
+    """The current policy failed its check or its measurement: the study ends (message: why)."""
+
+
 def _search(cfg: SweepConfig, w: Workload, space: SearchSpace, bench: Bench,
             study: optuna.Study, baseline: dict, older: Optional[dict],
             deadline: Optional[float], progress: Optional[Progress],
             outcome: StudyOutcome) -> StudyOutcome:
-    try:
-        with bench.run(baseline) as run:
-            problem = run.check()
-            if problem:
-                outcome.detail = f"the current policy fails its check ({problem}): a bug to report"
-                return outcome
-            base = [run.time(i, None) for i in range(len(bench.cases))]
-    except Exception as e:
-        outcome.detail = f"the current policy failed: {_describe(e)}"
-        return outcome
-    evaluator = Evaluator(space, bench, base, cfg.sizes)
+    evaluators: list[Evaluator] = []
+
+    def measure_baseline() -> None:
+        """Check and measure the baseline (run_search's start: the first
+        candidates compile meanwhile)."""
+        try:
+            with bench.run(baseline) as run:
+                problem = run.check()
+                base = [] if problem else [run.time(i, None) for i in range(len(bench.cases))]
+        except Exception as e:
+            raise _BaselineFailed(f"the current policy failed: {_describe(e)}") from e
+        if problem:
+            raise _BaselineFailed(f"the current policy fails its check ({problem}): a bug to "
+                                  f"report")
+        evaluators.append(Evaluator(space, bench, base, cfg.sizes))
+
     prefetcher = _Prefetcher(space, bench)
 
     def on_trial(ev: Evaluation) -> None:
@@ -662,10 +709,17 @@ def _search(cfg: SweepConfig, w: Workload, space: SearchSpace, bench: Bench,
             progress.trial(ev)
 
     enqueue = [baseline] + ([older] if older else [])
-    found = run_search(space, evaluator, budget=cfg.trials, study=study, enqueue=enqueue,
-                       strategy=cfg.strategy, seed=cfg.seed, on_trial=on_trial,
-                       deadline=deadline,
-                       prefetch=lambda cs: bench.prefetch([space.complete(c) for c in cs], True))
+    try:
+        found = run_search(
+            space, lambda config, must_beat: evaluators[0](config, must_beat),
+            budget=cfg.trials, study=study, enqueue=enqueue, strategy=cfg.strategy,
+            seed=cfg.seed, on_trial=on_trial, deadline=deadline, start=measure_baseline,
+            prefetch=lambda cs: bench.prefetch([space.complete(c) for c in cs], True),
+            pick=lambda cs: bench.pick([space.complete(c) for c in cs]))
+    except _BaselineFailed as e:
+        outcome.detail = str(e)
+        return outcome
+    base = evaluators[0].base
     outcome.trials = found.trials
     try:
         entry = _finalists(w, space, bench, base, cfg.sizes, baseline, found.evaluations)
