@@ -333,3 +333,23 @@ def test_convenience_gpu_cached_path_makes_one_0d_result(launches, monkeypatch, 
     # a policy change makes the cached path decline (the general path rebuilds)
     with small():
         assert conv(x) is None
+
+
+def test_first_pass_grid_leaves_no_lone_last_round():
+    """The first pass takes the fewest blocks that need no more tiles each than
+    the policy's grid_max blocks would (brute-forced here), so that every block
+    runs the same number of rounds but one, at most."""
+    host = np.zeros(1 << 20, np.float32)
+    R.sum(np.zeros(R.sum(None, host, np.zeros(1, np.float32), host.size), np.uint8), host,
+          np.zeros(1, np.float32), host.size)
+    plan = RM.signature_plan("sum", host, np.zeros(1, np.float32))
+    gmax, tile = plan.grid_max, plan.tile
+    for tiles in (2, 3, gmax - 1, gmax, gmax + 1, 2 * gmax + 1, 31 * gmax + 16, 65536, 99991):
+        n = tiles * tile + tile // 3
+        if n <= plan.single_max:
+            continue
+        grid = plan.grid(n)
+        most = -(-tiles // min(gmax, tiles))          # tiles per block with grid_max blocks
+        fewest = min(g for g in range(1, gmax + 1) if -(-tiles // g) <= most)
+        assert grid == fewest and grid <= gmax
+        assert tiles - (grid - 1) * most > 0              # the last block has a tile too

@@ -36,9 +36,10 @@ def test_capture_plans_for_the_device_without_running():
     assert (tilecore.launch, target.INTERPRETER_SMS) == saved
     assert len(launches) == 2                    # the partials pass, then the final pass
     (first, first_args), (final, final_args) = launches
-    # the first pass writes sm_count * blocks_per_sm partials (2^16 tiles are more)
-    assert shapes(first_args) == [(n,), (132 * 4,)]
-    assert shapes(final_args) == [(132 * 4,), (1,)]
+    # the first pass writes a partial per block: at most sm_count * blocks_per_sm = 528
+    # blocks, 2^16 tiles need 125 each, and 525 blocks of at most 125 tiles cover them
+    assert shapes(first_args) == [(n,), (525,)]
+    assert shapes(final_args) == [(525,), (1,)]
     assert 256 * 16 in ints(first_args)                # the policy's tile
     other = capture(CompileJob.of(REDUCE, n, None, {**POLICY, "blocks_per_sm": 2,
                                                     "items_per_thread": 8}), "sm_90", 100)

@@ -77,8 +77,15 @@ class _Plan:
         self._views: dict[tuple, tuple] = {}
 
     def grid(self, n: int) -> int:
-        """The first pass's grid for n items (0: the single-block path)."""
-        return 0 if n <= self.single_max else min(self.grid_max, n // self.tile)
+        """The first pass's grid for n items (0: the single-block path): the
+        fewest blocks that take no more tiles each than grid_max blocks would,
+        so that no few blocks run a last round alone (2^27 bfloat16 items in
+        8192-item tiles: 512 blocks of 32 tiles, not 528 of which 16 take 32)."""
+        if n <= self.single_max:
+            return 0
+        tiles = n // self.tile
+        per = -(-tiles // min(self.grid_max, tiles))
+        return -(-tiles // per)
 
     def layout(self, grid: int) -> tuple[int, tuple]:
         """(bytes needed, the aliases (byte offset, dtype, count)) for `grid`

@@ -77,9 +77,20 @@ def known(x, out, n, init, TILE, ACC, KIND, ID, XFORM, HAS_XFORM, FINAL):
     g = ct.num_blocks(0)
     full = n // TILE
     acc = ct.full((TILE,), ID, ACC)
-    for i in range((full - b + g - 1) // g):
-        t = items(ct.load(x, index=(b + i * g,), shape=(TILE,)), ACC, XFORM, HAS_XFORM)
-        acc = combine_known(acc, t, KIND)
+    mine = (full - b + g - 1) // g
+    if x.dtype.itemsize < ACC.itemsize:
+        # narrow items (converted before they are combined): software-pipelined as
+        # arg_reduce, the next tile's loads issued before this tile's conversions
+        last = b + (mine - 1) * g
+        t_next = ct.load(x, index=(ct.minimum(b, last),), shape=(TILE,))
+        for i in range(mine):
+            t = t_next
+            t_next = ct.load(x, index=(ct.minimum(b + (i + 1) * g, last),), shape=(TILE,))
+            acc = combine_known(acc, items(t, ACC, XFORM, HAS_XFORM), KIND)
+    else:
+        for i in range(mine):
+            t = items(ct.load(x, index=(b + i * g,), shape=(TILE,)), ACC, XFORM, HAS_XFORM)
+            acc = combine_known(acc, t, KIND)
     rem = n - full * TILE
     if rem > 0:
         if b == full % g:
