@@ -12,48 +12,17 @@ from tilecore.algorithms import DeviceReduce as R
 from tilecore.algorithms import convenience as C
 from tilecore.algorithms import reduce as RM
 from tilecore.runtime import DeviceArray
-from algo_helpers import small
+from algo_helpers import count_calls, small
 
 pytestmark = pytest.mark.interpreter_only
-
-
-class Recorder:
-    """Stands in for tilecore.launch: records each launch, runs nothing."""
-
-    def __init__(self):
-        self.calls = []
-
-    def __call__(self, stream, grid, kernel, args):
-        self.calls.append((stream, tuple(grid), kernel, tuple(map(_fingerprint, args))))
-
-
-def _fingerprint(a):
-    if isinstance(a, np.ndarray):
-        return ("array", a.__array_interface__["data"][0], a.shape, a.dtype.str)
-    return a
-
-
-@pytest.fixture
-def launches(monkeypatch):
-    rec = Recorder()
-    monkeypatch.setattr(ct, "launch", rec)
-    return rec
 
 
 @pytest.fixture
 def counted(monkeypatch):
     """Counts argument ingestion (`describe`) and policy selection."""
-    counts = {"describe": 0, "policy": 0}
-
-    def wrap(name, fn):
-        def counting(*a, **k):
-            counts[name] += 1
-            return fn(*a, **k)
-        return counting
-    monkeypatch.setattr(RM, "describe", wrap("describe", RM.describe))
-    monkeypatch.setattr(RM, "select_reduce_policy", wrap("policy", RM.select_reduce_policy))
-    monkeypatch.setattr(C, "describe", wrap("describe", C.describe))
-    return counts
+    return count_calls(monkeypatch, [(RM, "describe", "describe"),
+                                      (RM, "select_reduce_policy", "policy"),
+                                      (C, "describe", "describe")])
 
 
 def _same_work(calls):

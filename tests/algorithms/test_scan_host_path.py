@@ -15,6 +15,7 @@ from tilecore.algorithms import scan as SM
 from tilecore.algorithms import scan_convenience as SC
 from tilecore.dispatch import override_policy
 from tilecore.runtime import DeviceArray
+from algo_helpers import count_calls
 
 pytestmark = pytest.mark.interpreter_only
 
@@ -29,43 +30,12 @@ def user_add(a, b):
     return a + b
 
 
-class Recorder:
-    """Stands in for tilecore.launch: records each launch, runs nothing."""
-
-    def __init__(self):
-        self.calls = []
-
-    def __call__(self, stream, grid, kernel, args):
-        self.calls.append((stream, tuple(grid), kernel, tuple(map(_fingerprint, args))))
-
-
-def _fingerprint(a):
-    if isinstance(a, np.ndarray):
-        return ("array", a.__array_interface__["data"][0], a.shape, a.dtype.str)
-    return a
-
-
-@pytest.fixture
-def launches(monkeypatch):
-    rec = Recorder()
-    monkeypatch.setattr(ct, "launch", rec)
-    return rec
-
-
 @pytest.fixture
 def counted(monkeypatch):
     """Counts argument ingestion (`describe`) and policy selection."""
-    counts = {"describe": 0, "policy": 0}
-
-    def wrap(name, fn):
-        def counting(*a, **k):
-            counts[name] += 1
-            return fn(*a, **k)
-        return counting
-    monkeypatch.setattr(SM, "describe", wrap("describe", SM.describe))
-    monkeypatch.setattr(SM, "select_scan_policy", wrap("policy", SM.select_scan_policy))
-    monkeypatch.setattr(SC, "describe", wrap("describe", SC.describe))
-    return counts
+    return count_calls(monkeypatch, [(SM, "describe", "describe"),
+                                      (SM, "select_scan_policy", "policy"),
+                                      (SC, "describe", "describe")])
 
 
 def _excl(c, init=0):

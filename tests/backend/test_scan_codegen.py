@@ -156,18 +156,33 @@ unsigned __shfl_sync(unsigned, unsigned v, int s) { return exch(v, [&](int) { re
 struct A { unsigned long long v, p; };
 static A cat(const A& l, const A& r) { return A{l.v * r.p + r.v, l.p * r.p}; }
 
-template <int NT, int N, int V, int L, bool REV>
-int run() {
-  constexpr int P = N / NT > 1 ? N / NT : 1;
-  std::vector<A> x(N), out(N);
-  for (int i = 0; i < N; ++i) x[i] = A{(unsigned long long)(i * 7 + 3) % 10, 10};
-  std::barrier<> bar(NT);
-  std::vector<unsigned> buf(NT);
+// N digits, and NT threads running body(t) as one block (barrier, shuffles).
+std::vector<A> digits(int n) {
+  std::vector<A> x(n);
+  for (int i = 0; i < n; ++i) x[i] = A{(unsigned long long)(i * 7 + 3) % 10, 10};
+  return x;
+}
+
+template <class Body>
+void block(int nt, Body body) {
+  std::barrier<> bar(nt);
+  std::vector<unsigned> buf(nt);
   g_bar = &bar;
   g_buf = &buf;
   std::vector<std::thread> threads;
-  for (int t = 0; t < NT; ++t) threads.emplace_back([&, t] {
+  for (int t = 0; t < nt; ++t) threads.emplace_back([&, t] {
     threadIdx.x = t;
+    body(t);
+  });
+  for (auto& th : threads) th.join();
+}
+
+template <int NT, int N, int V, int L, bool REV>
+int run() {
+  constexpr int P = N / NT > 1 ? N / NT : 1;
+  const std::vector<A> x = digits(N);
+  std::vector<A> out(N);
+  block(NT, [&](int t) {
     A y[P];
     for (int k = 0; k < P; ++k) {  // core.cuh's elem(): chunks of V dealt round robin
       const int e = ((k / V) * NT + t) * V + k % V;
@@ -179,7 +194,6 @@ int run() {
       if (e < N) out[e] = y[k];
     }
   });
-  for (auto& th : threads) th.join();
   int bad = 0;
   for (int s = 0; s < N / L; ++s) {
     A acc{};
@@ -197,16 +211,10 @@ int run() {
 template <int NT, int N, int V, int L>
 int run_fold() {
   constexpr int P = N / NT;
-  std::vector<A> x(N), out(N / L, A{0, 0});
+  const std::vector<A> x = digits(N);
+  std::vector<A> out(N / L, A{0, 0});
   std::vector<int> puts(N / L, 0);
-  for (int i = 0; i < N; ++i) x[i] = A{(unsigned long long)(i * 7 + 3) % 10, 10};
-  std::barrier<> bar(NT);
-  std::vector<unsigned> buf(NT);
-  g_bar = &bar;
-  g_buf = &buf;
-  std::vector<std::thread> threads;
-  for (int t = 0; t < NT; ++t) threads.emplace_back([&, t] {
-    threadIdx.x = t;
+  block(NT, [&](int t) {
     A y[P];
     for (int k = 0; k < P; ++k) y[k] = x[((k / V) * NT + t) * V + k % V];
     for (int again = 0; again < 2; ++again) {  // twice: the shared totals are reused
@@ -217,7 +225,6 @@ int run_fold() {
       __syncthreads();
     }
   });
-  for (auto& th : threads) th.join();
   int bad = 0;
   for (int s = 0; s < N / L; ++s) {
     A acc = x[s * L];
