@@ -226,7 +226,7 @@ SCAN = AlgorithmSchema(
     algorithm="scan",
     params=(
         Param("block_threads", 32, 1024, True, "threads per block of the scan kernels"),
-        Param("items_per_thread", 1, 128, True,
+        Param("items_per_thread", 1, 64, True,
               "items each thread scans per tile (tile = block_threads * items_per_thread)"),
         Param("mode", 0, 3, False,
               "inexact operators (float add/mul, user operators): 0 single pass with a "
@@ -281,12 +281,15 @@ SCAN = AlgorithmSchema(
         KeyField("by_key", (False, True), "a *_by_key scan"),
     ),
     constraints=(
-        Constraint("block_threads * items_per_thread <= 65536 (tile size; NVRTC time grows "
-                   "fast past it)", lambda p: p["block_threads"] * p["items_per_thread"] <= 65536),
+        # a thread holds its items in registers: 64K-item tiles spilled, and one took NVRTC 65 s
+        # to compile (the H100 sweep of 2026-11-27), idling the GPU; the best tiles are 32K
+        Constraint("block_threads * items_per_thread <= 32768 (tile size: larger tiles spill "
+                   "and take NVRTC up to a minute)",
+                   lambda p: p["block_threads"] * p["items_per_thread"] <= 32768),
         Constraint("mode != 2 (the decoupled look-back's result depends on what it finds: "
                    "exact operators only, through exact_mode)", lambda p: p["mode"] != 2),
-        Constraint("small_block_threads * items_per_thread <= 65536",
-                   lambda p: p["small_block_threads"] * p["items_per_thread"] <= 65536),
+        Constraint("small_block_threads * items_per_thread <= 32768",
+                   lambda p: p["small_block_threads"] * p["items_per_thread"] <= 32768),
     ),
 )
 
