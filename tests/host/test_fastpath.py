@@ -522,3 +522,17 @@ def test_device_arrays_of_tilecore_take_the_fast_path(native):
         n = len(rec.calls)
         assert not fast(None, (1,), (bad, 5)) and len(rec.calls) == n, bad
     assert not fast(None, (1,), ((0x1000, (4, 8), (8, 1), D.float32, 0, False), 5))  # a tuple
+
+
+def test_a_nan_constant_passed_again_takes_the_fast_path(native):
+    """A float min/max scan passes its identity, NaN, as a constant: the same
+    object again is the same constant (identity first, as Python's containers
+    compare), another value is not."""
+    rec = Recorder()
+    nan = float("nan")
+    key = (D.int32, ("c", float, nan))
+    fast = make_fast_launch(key, (3, nan), 0, {}, rec, rec.fail, native=native)
+    assert fast(None, (1,), (5, nan))
+    assert not fast(None, (1,), (5, 0.0))
+    assert not fast(None, (1,), (5, float("nan")))     # another NaN object: the general path
+    assert len(rec.calls) == 1

@@ -206,7 +206,10 @@ def _python_fast_launch(specs: list[tuple], validated: dict, launch: Callable,
         a = f"a{i}"
         if spec[0] == "const":
             ns[f"CT{i}"], ns[f"C{i}"] = spec[1], spec[2]
-            body.append(f"if type({a}) is not CT{i} or {a} != C{i}: return False")
+            # identity first, as the C launcher's PyObject_RichCompareBool: a NaN
+            # constant (a float min/max identity) passed again is the same object
+            body.append(f"if type({a}) is not CT{i} or ({a} is not C{i} and {a} != C{i}): "
+                        f"return False")
         elif spec[0] == "i32":
             body.append(f"if type({a}) is not int or not -2147483648 <= {a} < 2147483648: "
                         f"return False")
