@@ -1,6 +1,8 @@
 """16-bit float loads whose only use is a conversion to float32 are held as
 packed words (tc::Packed16) until converted; the values must be exactly the
 converted elements, padding and NaN bit patterns included."""
+import re
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -44,6 +46,35 @@ def test_packed_conversion_is_exact(dtype, cols):
     np.testing.assert_array_equal(np.isnan(y), np.isnan(want))
     finite = ~np.isnan(want)
     np.testing.assert_array_equal(y[finite].view(np.uint32), want[finite].view(np.uint32))
+
+
+@ct.kernel
+def widen_padded(x, y, TILE: ct.Constant[int], PAD: ct.Constant):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid, 0), shape=(1, TILE), padding_mode=PAD)
+    ct.store(y, index=(bid, 0), tile=t.astype(ct.float32))
+
+
+PADS = [(ct.PaddingMode.NEG_INF, -np.inf), (ct.PaddingMode.ZERO, 0.0),
+        (ct.PaddingMode.NEG_ZERO, -0.0), (ct.PaddingMode.NAN, np.nan)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("pad,value", PADS)
+def test_packed_padding_of_whole_vectors(dtype, pad, value):
+    """Rows of 192 items (whole 16-byte vectors) in 256-item tiles: the vectors
+    past the end are padded as whole packed words."""
+    x = _inputs(dtype, 3, 192)
+    y = np.empty((3, 256), np.float32)
+    ct.launch(None, (3,), widen_padded, (x, y, 256, pad))
+    want = np.full((3, 256), value, np.float32)
+    want[:, :192] = x.astype(np.float32)
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(want))
+    finite = ~np.isnan(want)
+    np.testing.assert_array_equal(y[finite].view(np.uint32), want[finite].view(np.uint32))
+    src = ct.compile(widen_padded, (x, y, 256, pad), arch="sm_90").source
+    assert "tc::Packed16<" in src and "unsigned int pw;" in src
+    assert not re.search(r"tc::Vec<__(nv_bfloat16|half), \d+> w;", src)  # no 16-bit elements
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -181,6 +181,26 @@ def _load(ctx: Ctx, op: Op) -> None:
                      f"{arr.ptr} + ({acc.offset()}));")
             ctx.line(f"memcpy(&{out}.w[k0 / 2], &q, sizeof(q));")
             return
+        if packed and arr.whole_vectors:
+            # The checked path in words too: a vector is wholly inside or wholly
+            # outside, so the padding is a whole word pattern. Through a vector of
+            # 16-bit values, the compiler keeps each element in its own register
+            # with PRMTs to merge them (a bfloat16 sum's loop: 72 registers instead
+            # of 64, 3 blocks an SM instead of 4).
+            words = _WORDS[v * arr.dtype.itemsize]
+            ctx.open(f"if ({cond})")
+            ctx.line(f"const {words} q = *reinterpret_cast<const {words}*>("
+                     f"{arr.ptr} + ({acc.offset()}));")
+            ctx.line(f"memcpy(&{out}.w[k0 / 2], &q, sizeof(q));")
+            ctx.close("} else {")
+            ctx.depth += 1
+            ctx.line(f"const tc::Vec<{ct}, 2> pp = {{{{{pad}, {pad}}}}};")
+            ctx.line("unsigned int pw;")
+            ctx.line("memcpy(&pw, &pp, sizeof(pw));")
+            ctx.line("#pragma unroll")
+            ctx.line(f"for (int j = 0; j < {v // 2}; ++j) {out}.w[k0 / 2 + j] = pw;")
+            ctx.close()
+            return
         ctx.line(f"{vec} w;")
         load = f"w = *reinterpret_cast<const {vec}*>({arr.ptr} + ({acc.offset()}));"
         if not cond:
