@@ -331,7 +331,7 @@ def test_repeated_scans_launch_fast(stand_in_gpu, n):
     """After the first call of each signature, no launch takes the general path:
     not when the signatures take turns on the shared kernel objects (more
     argument kinds than a kernel's own two fast-launch slots), not for a new
-    d_out each call, not with a NumPy-scalar init (passed as a Python float)."""
+    d_out each call, not with a NumPy-scalar init (the fast launchers take it)."""
     driver, general = stand_in_gpu
     x, y, keys, temp = _device(n), _device(n), _device(n, ct.int32), _device(1 << 20, ct.uint8)
     calls = [lambda: S.inclusive_sum(temp, x, y, n), lambda: S.exclusive_sum(temp, x, y, n),

@@ -3,6 +3,10 @@ with the flat parameter values while every fact of the specialization still
 holds, and return False as soon as one does not (so the launch falls back to
 the general path)."""
 import ctypes
+import json
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -216,8 +220,9 @@ def test_launch_errors_are_raised(native):
 
 def test_no_fast_launch_for_raw_bit_scalars_or_unknown_array_types(native):
     rec = Recorder()
-    assert make_fast_launch((D.float16,), (np.float16(1),), 0, {}, rec, rec.fail,
-                            native=native) is None
+    for dtype in (D.float16, D.bfloat16, D.float8_e4m3fn):
+        assert make_fast_launch((dtype,), (np.float16(1),), 0, {}, rec, rec.fail,
+                                native=native) is None
     key = ((D.float32, 1, True, True, True, False),)
     assert make_fast_launch(key, (np.zeros(4, np.float32),), 0, {}, rec, rec.fail,
                             native=native) is None
@@ -536,3 +541,190 @@ def test_a_nan_constant_passed_again_takes_the_fast_path(native):
     assert not fast(None, (1,), (5, 0.0))
     assert not fast(None, (1,), (5, float("nan")))     # another NaN object: the general path
     assert len(rec.calls) == 1
+
+
+# -- run-time scalars: Python numbers and NumPy scalars ---------------------------------------------
+
+# Values around every boundary of the general path's scalar kinds (gpu._scalar_dtype): Python
+# ints by range, floats, bools, NumPy scalars of every dtype a parameter can have (NaN,
+# infinities, -0.0, the extremes), an int subclass
+class Flag(int):
+    pass
+
+
+SCALARS = [0, 7, -2 ** 31, 2 ** 31 - 1, 2 ** 31, -2 ** 31 - 1, 2 ** 63 - 1, -2 ** 63, 2 ** 63,
+           2 ** 64 - 1, 2 ** 64, -2 ** 63 - 1, True, False, 1.5, float("nan"), float("inf"),
+           -0.0, 1e300, Flag(3),
+           np.float32(np.nan), np.float32(-np.inf), np.float32(-0.0),
+           np.float32(np.finfo(np.float32).max), np.float32(np.finfo(np.float32).tiny),
+           np.float64(np.nan), np.float64(1e300), np.float64(5e-324),
+           np.int8(-128), np.int16(32767), np.int32(-2 ** 31), np.int32(2 ** 31 - 1),
+           np.int64(-2 ** 63), np.int64(2 ** 63 - 1), np.int64(3),
+           np.uint8(255), np.uint16(65535), np.uint32(2 ** 32 - 1), np.uint64(2 ** 64 - 1),
+           np.bool_(True), np.bool_(False), np.float16(1.5), np.longlong(3)]
+PASSED_AS_THEY_ARE = [D.bool_, D.int8, D.int16, D.int32, D.int64, D.uint8, D.uint16, D.uint32,
+                      D.uint64, D.float32, D.float64]
+
+
+def _general_dtype(value):
+    """The dtype the general path specializes a scalar argument as (None: it raises)."""
+    from tilecore.host.gpu import _scalar_dtype
+    try:
+        return _scalar_dtype("v", value)
+    except (TypeError, ValueError):
+        return None
+
+
+@pytest.mark.parametrize("dtype", PASSED_AS_THEY_ARE, ids=lambda d: d.name)
+def test_scalars_take_the_fast_path_exactly_when_the_general_path_would_keep_the_kind(native,
+                                                                                      dtype):
+    """A scalar parameter's fast launcher takes a value when the general path
+    gives it this specialization (the NumPy scalar of the dtype, or a Python
+    number of the dtype's class) and hands the launcher that very object, so
+    it is packed as on the general path; anything else (a np.float64 for a
+    float32 parameter, an int past int32, an int subclass) returns False
+    and the general path decides, as before."""
+    rec = Recorder()
+    first = dtype.numpy_dtype.type(1)
+    fast = make_fast_launch((dtype,), (first,), 0, {}, rec, rec.fail, native=native)
+    for value in SCALARS:
+        n = len(rec.calls)
+        exact = type(value) in (int, float, bool) or type(value) is dtype.numpy_dtype.type
+        taken = fast(None, (1,), (value,))
+        if exact:
+            assert taken is (_general_dtype(value) is dtype), value
+        else:                                   # the general path may keep the kind: slower only
+            assert taken is False, value
+        assert len(rec.calls) == n + taken
+        if taken:
+            assert rec.calls[-1][2][0] is value
+
+
+def test_a_new_nan_scalar_each_call_launches_fast(native):
+    """Run-time scalars are values, not constants: a NaN (a new object each
+    time, never equal to itself) launches like any other value."""
+    rec = Recorder()
+    fast = make_fast_launch((D.float32, D.float64), (1.0, np.float64(1)), 0, {}, rec, rec.fail,
+                            native=native)
+    for _ in range(2):
+        assert fast(None, (1,), (float("nan"), np.float64("nan")))
+        assert fast(None, (1,), (np.float32("nan"), np.float64("-inf")))
+    assert len(rec.calls) == 4
+
+
+
+# -- the parameter bytes, through the real launchers and a stand-in driver library ------------------
+
+FAKE_LIBCUDA = r"""
+#include <string.h>
+typedef unsigned long long u64;
+int launches = 0, param_bytes = 0;
+unsigned char params[64];  /* the last launch's parameter block */
+int cuInit(unsigned f) { return 0; }
+int cuDeviceGetCount(int *n) { *n = 1; return 0; }
+int cuDeviceGet(int *d, int i) { *d = 0; return 0; }
+int cuDeviceGetAttribute(int *v, int attr, int d) {
+    *v = attr == 75 ? 9 : attr == 76 ? 0 : attr == 16 ? 132 : attr == 97 ? 232448 : 1;
+    return 0;
+}
+int cuDeviceGetName(char *s, int n, int d) { strncpy(s, "FakeGPU", n); return 0; }
+int cuDevicePrimaryCtxRetain(void **c, int d) { *c = (void *)0xC0; return 0; }
+int cuCtxGetCurrent(void **c) { *c = (void *)0xC0; return 0; }
+int cuCtxSetCurrent(void *c) { return 0; }
+int cuCtxGetDevice(int *d) { *d = 0; return 0; }
+int cuPointerGetAttribute(void *out, int attr, u64 p) { *(int *)out = 0; return 0; }
+int cuModuleLoadData(void **m, const void *image) { *m = (void *)0x30D; return 0; }
+int cuModuleGetFunction(void **f, void *m, const char *name) { *f = (void *)0xF00; return 0; }
+int cuFuncSetAttribute(void *f, int a, int v) { return 0; }
+int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                   unsigned bz, unsigned smem, void *stream, void **p, void **extra) {
+    memcpy(params, p[0], param_bytes);  /* one parameter: the block starts at it */
+    launches++;
+    return 0;
+}
+int cuLaunchKernelEx() { return 1; }
+int cuGetErrorString(int e, const char **s) { *s = "fake"; return 0; }
+int cuMemHostAlloc(void **p, size_t n, unsigned f) { static u64 m[64]; *p = m; return 0; }
+int cuMemHostGetDevicePointer_v2(u64 *d, void *p, unsigned f) { *d = (u64)p; return 0; }
+int cuMemAlloc_v2(u64 *d, size_t n) { static u64 m[64]; *d = (u64)m; return 0; }
+int cuModuleGetGlobal_v2(u64 *d, size_t *n, void *m, const char *name) { *n = 0; return 0; }
+int cuMemcpyHtoD_v2(u64 d, const void *s, size_t n) { return 0; }
+int cuCtxSynchronize(void) { return 0; }
+int cuStreamSynchronize(void *s) { return 0; }
+"""
+
+PACK_SCRIPT = r"""
+import ctypes, json, struct, sys
+import numpy as np
+from tilecore.runtime import driver as rt
+rt.LIBCUDA = sys.argv[1]                        # before the driver is first loaded
+from tilecore.host.fastpath import make_fast_launch
+from tilecore.host.gpu import _scalar_dtype
+from tilecore.language import dtypes as D
+from tilecore.runtime.device import get_device
+from tilecore.runtime.launch import LoadedKernel
+from tilecore.runtime.params import struct_code
+lib = ctypes.CDLL(sys.argv[1])
+launches, size = (ctypes.c_int.in_dll(lib, name) for name in ("launches", "param_bytes"))
+params = (ctypes.c_ubyte * 64).in_dll(lib, "params")
+values = eval(sys.argv[2], {"np": np})
+out = []
+for name in ("bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+             "float32", "float64"):
+    dtype = getattr(D, name)
+    fmt = "@" + struct_code(dtype)
+    size.value = struct.calcsize(fmt)
+    k = LoadedKernel(b"CUBIN", "tc_k", 32, 0, fmt, 1, "k", get_device(0))
+    first = dtype.numpy_dtype.type(1)
+    fast = {native: make_fast_launch((dtype,), (first,), 0, {}, k.launcher, k.fail, native=native)
+            for native in (True, False)}
+    for i, v in enumerate(values):
+        if _scalar_dtype("v", v) is not dtype:
+            continue
+        row = [name, i]
+        for run in (lambda: k.launch(0, (1, 1, 1), (v,)), lambda: fast[True](None, (1,), (v,)),
+                    lambda: fast[False](None, (1,), (v,))):
+            before = launches.value
+            run()
+            row.append(bytes(params[:size.value]).hex() if launches.value > before else None)
+        out.append(row)
+print(json.dumps([type(f).__name__ for f in fast.values()]))
+print(json.dumps(out))
+"""
+
+PACKED = ["0", "-7", "-2 ** 31", "2 ** 31 - 1", "2 ** 31", "2 ** 63 - 1", "-2 ** 63", "2 ** 63",
+          "2 ** 64 - 1", "True", "1.5", "float('nan')", "float('-inf')", "-0.0", "3.4e38",
+          "np.float32(np.nan)", "np.float32(-0.0)", "np.float32(np.finfo(np.float32).max)",
+          "np.float32(1e-45)", "np.float64(np.nan)", "np.float64(-1e300)", "np.float64(5e-324)",
+          "np.int8(-128)", "np.int16(-32768)", "np.int32(-2 ** 31)", "np.int64(-2 ** 63)",
+          "np.int64(2 ** 63 - 1)", "np.uint8(255)", "np.uint16(65535)", "np.uint32(2 ** 32 - 1)",
+          "np.uint64(2 ** 64 - 1)", "np.bool_(True)", "np.bool_(False)"]
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
+def test_scalars_are_packed_as_the_general_path_packs_them(tmp_path):
+    """Through the real launcher (C, against a stand-in libcuda that keeps the
+    parameter block), each scalar the general path launches as dtype d is
+    packed by both fast launchers into the same bytes: the value in d's C
+    type (NumPy's bytes for the value as a d; NaN stays NaN, -0.0 keeps its
+    sign, the extremes are exact)."""
+    from tilecore.runtime.driver import native_module
+    if native_module() is None:
+        pytest.skip("the _cudriver extension was not built (or TILECORE_NATIVE=0)")
+    src, lib = tmp_path / "fake_libcuda.c", tmp_path / "libcuda_fake.so"
+    src.write_text(FAKE_LIBCUDA)
+    subprocess.run(["cc", "-shared", "-fPIC", "-w", "-o", str(lib), str(src)], check=True)
+    done = subprocess.run([sys.executable, "-c", PACK_SCRIPT, str(lib),
+                           "[" + ", ".join(PACKED) + "]"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    kinds, rows = (json.loads(line) for line in done.stdout.strip().splitlines()[-2:])
+    assert kinds == ["FastLaunch", "function"]
+    seen = set()
+    for name, i, general, c_fast, py_fast in rows:
+        value = eval(PACKED[i], {"np": np})
+        with np.errstate(over="ignore"):
+            want = np.array(value, getattr(D, name).numpy_dtype).tobytes().hex()
+        assert general == c_fast == py_fast == want, (name, PACKED[i])
+        seen.add(i)
+    assert seen == set(range(len(PACKED)))        # every value launched as some dtype

@@ -177,6 +177,51 @@ def test_two_specializations_in_turn_both_launch_fast(native, monkeypatch):
 
 
 @ct.kernel
+def put(out, v):
+    ct.store(out, index=(0,), tile=ct.full((1,), v, out.dtype))
+
+
+# per parameter dtype, the values a launch passes (the first makes the specialization)
+SCALAR_RUNS = [
+    (np.float32, [1.5, np.float32(np.nan), float("-inf"), np.float32(-0.0),
+                  np.float32(np.finfo(np.float32).max), float("nan")]),
+    (np.float64, [np.float64(1), np.float64(np.nan), np.float64(-1e300)]),
+    (np.int32, [7, np.int32(-2 ** 31), 2 ** 31 - 1, np.int32(2 ** 31 - 1)]),
+    (np.int64, [np.int64(1), 2 ** 31, np.int64(-2 ** 63), 2 ** 63 - 1, -2 ** 31 - 1]),
+    (np.uint64, [np.uint64(1), 2 ** 63, np.uint64(2 ** 64 - 1), 2 ** 64 - 1]),
+    (np.int8, [np.int8(1), np.int8(-128), np.int8(127)]),
+    (np.uint32, [np.uint32(1), np.uint32(2 ** 32 - 1)]),
+    (np.bool_, [True, np.bool_(False), np.bool_(True), False]),
+]
+
+
+@pytest.mark.parametrize("native", ["1", "0"], ids=["C", "Python"])
+def test_scalars_launch_fast_and_the_kernel_gets_their_exact_value(native, monkeypatch):
+    """Run-time scalars, Python numbers and NumPy scalars alike, take the fast
+    launcher after the first launch of their kind, and the kernel receives
+    each value exactly (NaN, -0.0, the extremes): the bytes it stores are
+    those the interpreter's run stores."""
+    from tilecore.host import launch as host_launch
+    from tilecore.runtime.driver import driver
+    cp = pytest.importorskip("cupy")
+    driver()
+    monkeypatch.setenv("TILECORE_NATIVE", native)
+    put.backend_cache.clear()
+    general = []
+    real = host_launch.launch_gpu
+    monkeypatch.setattr(host_launch, "launch_gpu", lambda *a: (general.append(a), real(*a)))
+    for dtype, values in SCALAR_RUNS:
+        out = cp.zeros(1, dtype)
+        for i, v in enumerate(values):
+            ct.launch(None, (1,), put, (out, v))
+            want = np.zeros(1, dtype)
+            ct.launch(None, (1,), put, (want, v))           # the interpreter
+            assert cp.asnumpy(out).tobytes() == want.tobytes(), (dtype, v)
+            assert len(general) == 1, (dtype, v)           # only the first launch of the kind
+        general.clear()
+
+
+@ct.kernel
 def scale_by_first(x, out, TILE: ct.Constant[int]):
     bid = ct.bid(0)
     ct.store(out, index=(bid,), tile=ct.load(x, index=(bid,), shape=(TILE,)) *

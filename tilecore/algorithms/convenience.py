@@ -161,7 +161,7 @@ class _Conv:
     signature was made on (a one-GPU process)."""
 
     __slots__ = ("plan", "lib", "library", "stream", "scratch_dtype", "root", "device",
-                 "epoch", "call")
+                 "epoch", "call", "fast")
 
     def __init__(self, plan, lib, library: _Library, x, out_dtype, scratch_dtype) -> None:
         self.plan, self.lib, self.library = plan, lib, library
@@ -170,6 +170,7 @@ class _Conv:
         self.device = -1 if lib.host else lib.device(x)
         self.scratch_dtype = scratch_dtype
         self.epoch = epoch()
+        self.fast = [None, None, None]  # the launches' fast launchers (_Plan.run)
         self.call = self._host_call(out_dtype) if lib.host else self._device_call(out_dtype)
 
     def _host_call(self, dtype):
@@ -198,6 +199,7 @@ class _Conv:
         vec, plan, conv, device = self.lib.vec, self.plan, self, self.device
         made = self.epoch
         stream = self.stream
+        fast = self.fast
         new = tuple.__new__
         arg = self.scratch_dtype is not None
         if self.root == "cupy":
@@ -232,7 +234,7 @@ class _Conv:
             # the 0-d result as the 1-element 1-d array the kernels write
             o = new(DeviceArray, (ptr, _ONE, _ONE, dtype, device, False))
             outs = (conv._scratch(x, s), o) if arg else (o,)
-            plan.run(s, flat, outs, n, (), grid, conv._views(x, s, grid) if grid else ())
+            plan.run(s, flat, outs, n, (), grid, conv._views(x, s, grid) if grid else (), fast)
             return out
         return call
 

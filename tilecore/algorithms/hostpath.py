@@ -21,9 +21,8 @@ call and two or three attribute reads.
 What every algorithm's cached path shares: `find` and `remember` (a table of
 signatures keyed by a method tag and the arrays' types and dtypes),
 `Signature` (the per-call checks of the count, the device and the temporary
-storage), `host_views` / `device_views` (an algorithm's temporaries as
-arrays at their offsets in the caller's buffer) and `launch_scalar` (the
-form of a run-time scalar that the launch's fast path takes).
+storage) and `host_views` / `device_views` (an algorithm's temporaries as
+arrays at their offsets in the caller's buffer).
 
 `epoch()` changes when what plans depend on changes (policy overrides,
 TILECORE_TUNING_DIR, TILECORE_ARCH); a signature remembers the epoch it was made in.
@@ -37,13 +36,10 @@ from typing import Any, Optional
 import numpy as np
 
 from ..dispatch import overrides
-from ..language import dtypes as D
-from ..language.dtypes import DType
 from ..runtime import DeviceArray
-from .arrays import span
 
 __all__ = ["Lib", "lib_of", "epoch", "one_device", "library_stream", "Signature", "find",
-           "remember", "host_views", "device_views", "launch_scalar"]
+           "remember", "host_views", "device_views", "NARROW", "SHAPES_KEPT", "VIEWS_KEPT"]
 
 
 class Lib(ABC):
@@ -72,13 +68,15 @@ class Lib(ABC):
     def disjoint(self, a, b) -> bool: ...
 
 
-def _apart(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
-    """Whether two arrays given as (address, elements, byte stride, item bytes)
-    share no byte."""
-    if not a[1] or not b[1]:
+def _apart(p: int, n: int, s: int, i: int, p2: int, n2: int, s2: int, i2: int) -> bool:
+    """Whether two 1-d arrays, each given as address, elements, byte stride and
+    item bytes, share no byte (arrays.span's extents, computed inline: a
+    cached scan checks this every call)."""
+    if not n or not n2:
         return True
-    lo, hi = span(*a)
-    lo2, hi2 = span(*b)
+    reach, reach2 = (n - 1) * s, (n2 - 1) * s2
+    lo, hi = (p + reach, p + i) if reach < 0 else (p, p + reach + i)
+    lo2, hi2 = (p2 + reach2, p2 + i2) if reach2 < 0 else (p2, p2 + reach2 + i2)
     return hi <= lo2 or hi2 <= lo
 
 
@@ -119,8 +117,8 @@ class _Cupy(Lib):
         return a.device.id
 
     def disjoint(self, a, b) -> bool:
-        return _apart((a.data.ptr, a.size, a.strides[0], a.itemsize),
-                      (b.data.ptr, b.size, b.strides[0], b.itemsize))
+        return _apart(a.data.ptr, a.size, a.strides[0], a.itemsize,
+                      b.data.ptr, b.size, b.strides[0], b.itemsize)
 
 
 class _Torch(Lib):
@@ -140,8 +138,8 @@ class _Torch(Lib):
 
     def disjoint(self, a, b) -> bool:
         i, j = a.element_size(), b.element_size()
-        return _apart((a.data_ptr(), a.numel(), a.stride(0) * i, i),
-                      (b.data_ptr(), b.numel(), b.stride(0) * j, j))
+        return _apart(a.data_ptr(), a.numel(), a.stride(0) * i, i,
+                      b.data_ptr(), b.numel(), b.stride(0) * j, j)
 
 
 class _Described(Lib):
@@ -165,8 +163,8 @@ class _Described(Lib):
 
     def disjoint(self, a, b) -> bool:
         i, j = a.dtype.itemsize, b.dtype.itemsize
-        return _apart((a.ptr, a.shape[0], a.strides[0] * i, i),
-                      (b.ptr, b.shape[0], b.strides[0] * j, j))
+        return _apart(a.ptr, a.shape[0], a.strides[0] * i, i,
+                      b.ptr, b.shape[0], b.strides[0] * j, j)
 
 
 _NUMPY, _CUPY, _TORCH, _DESCRIBED = _Numpy(), _Cupy(), _Torch(), _Described()
@@ -222,8 +220,9 @@ def one_device() -> bool:
 
 # -- cached signatures ---------------------------------------------------------------------------
 
-_NARROW = 1 << 31     # counts the cached paths take (wider ones specialize the kernels)
+NARROW = 1 << 31      # counts the cached paths take (wider ones specialize the kernels)
 SIGNATURES_KEPT = 256
+SHAPES_KEPT = 64      # counts (and shapes) a signature keeps its layouts for
 
 
 def find(table: dict, tag: int, arrays: tuple, extra: tuple = ()) -> tuple[Any, Optional[tuple]]:
@@ -278,7 +277,7 @@ class Signature:
         self.epoch = epoch()
 
     def usable(self, n: Any) -> bool:
-        return type(n) is int and 0 <= n < _NARROW and self.epoch == epoch()
+        return type(n) is int and 0 <= n < NARROW and self.epoch == epoch()
 
     def on_device(self, objs: tuple) -> bool:
         device = self.device
@@ -286,7 +285,7 @@ class Signature:
 
     def temp_ok(self, temp: Any, needed: int) -> Optional[Lib]:
         """temp's accessors when it passes, else None."""
-        tl = lib_of(temp)
+        tl = _libs.get(type(temp)) or lib_of(temp)
         if tl is None or tl.host is not self.host or tl.temp(temp) < needed or \
                 self.device >= 0 and tl.device(temp) != self.device:
             return None
@@ -315,18 +314,6 @@ def device_views(cache: dict, key: tuple, ptr: int, aliases: tuple, device: int)
         views = cache[key] = tuple(DeviceArray(ptr + off, (count,), (1,), dt, device)
                                    for off, dt, count in aliases)
     return views
-
-
-def launch_scalar(acc: DType) -> Optional[Any]:
-    """How a run-time scalar of the accumulator dtype (a NumPy scalar) is passed
-    to a GPU launch: as a Python float or int where the accumulator is float32
-    or int32 (the launch's fast path takes only those; a NumPy scalar sends
-    every launch down its general path), else as it is (None)."""
-    if acc is D.float32:
-        return float
-    if acc is D.int32:
-        return int
-    return None
 
 
 # -- the library's current stream (the convenience layer) ---------------------------------------

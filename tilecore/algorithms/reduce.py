@@ -34,7 +34,9 @@ from ..language.dtypes import DType
 from . import reduce_kernels as K
 from .shared import check_dtype, kernel_for, target_of, temp_buffer
 from .arrays import as_1d_output, check_1d, check_num_items, describe
-from .hostpath import Signature, device_views, epoch, find, host_views, launch_scalar, remember
+from ..host.launch import fast_launcher
+from .hostpath import (NARROW, SHAPES_KEPT, VIEWS_KEPT, Signature, device_views, epoch, find,
+                       host_views, remember)
 from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, same_function,
                         scalar_dtype, sum_accumulator)
 
@@ -107,15 +109,34 @@ class _Plan:
         (cached per buffer and grid: no object is made on a repeated call)."""
         return device_views(self._views, (ptr, grid, device), ptr, aliases, device)
 
-    def run(self, stream, x, outs: tuple, n: int, init: tuple, grid: int, views: tuple) -> None:
+    def run(self, stream, x, outs: tuple, n: int, init: tuple, grid: int, views: tuple,
+            fast: Optional[list] = None) -> None:
+        """Launch the passes. `fast`: the caller's kept fast launchers (single
+        block, first pass, second pass; see host.launch.fast_launcher), tried
+        first and refreshed after a launch that took tilecore.launch (a
+        cached path's, whose argument kinds repeat); None: tilecore.launch."""
         launch = ct.launch  # looked up per call: tests replace it
         if grid == 0:
-            launch(stream, _ONE, self.single, (x, *outs, n, *init) + self.single_tail)
+            args = (x, *outs, n, *init) + self.single_tail
+            f = fast[0] if fast is not None else None
+            if f is None or not f(stream, _ONE, args):
+                launch(stream, _ONE, self.single, args)
+                if fast is not None:
+                    fast[0] = fast_launcher(self.single)
             return
-        launch(stream, (grid,), self.main, (x, *views, n, *init) + self.first_tail)
-        launch(stream, _ONE, self.final, (*views, *outs, grid, *init) + self.final_tail)
-
-
+        grid1 = (grid,)
+        args = (x, *views, n, *init) + self.first_tail
+        f = fast[1] if fast is not None else None
+        if f is None or not f(stream, grid1, args):
+            launch(stream, grid1, self.main, args)
+            if fast is not None:
+                fast[1] = fast_launcher(self.main)
+        args = (*views, *outs, grid, *init) + self.final_tail
+        f = fast[2] if fast is not None else None
+        if f is None or not f(stream, _ONE, args):
+            launch(stream, _ONE, self.final, args)
+            if fast is not None:
+                fast[2] = fast_launcher(self.final)
 
 
 _plans: dict[tuple, _Plan] = {}
@@ -194,55 +215,73 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any
 # -- the cached path -----------------------------------------------------------------------------
 
 class _Sig(Signature):
-    """A call signature's cached host work (see hostpath.py): the plan and the
-    accessors of the arguments' libraries. `call` re-checks only what may
-    differ between calls of the signature and returns 0 when anything is
-    unusual (the caller then takes the general path)."""
+    """A call signature's cached host work (see hostpath.py): the plan, the
+    accessors of the arguments' libraries, per count the temporary storage's
+    size and layout (and its views per device buffer), and the launches' fast
+    launchers. `call` re-checks only what may differ between calls of the
+    signature and returns 0 when anything is unusual (the caller then takes
+    the general path)."""
 
-    __slots__ = ("plan", "init")
+    __slots__ = ("plan", "sizes", "fast")
 
-    def __init__(self, plan: _Plan, libs: tuple, init: Optional[Callable]) -> None:
+    def __init__(self, plan: _Plan, libs: tuple) -> None:
         super().__init__(libs, plan.target.device_id)
-        self.plan, self.init = plan, init
+        self.plan = plan
+        self.sizes: dict[int, tuple] = {}  # n -> (bytes, grid, aliases, {buffer ptr: views})
+        self.fast: Optional[list] = None if self.host else [None, None, None]
 
     def call(self, temp, d_in, outs: tuple, n, stream, init: tuple) -> int:
-        if not self.usable(n):
+        if type(n) is not int or not 0 <= n < NARROW or self.epoch != epoch():
             return 0
         libs = self.libs
-        if n > libs[0].vec(d_in):
+        if n > libs[0].vec(d_in) or libs[1].vec(outs[0]) < 1 or \
+                len(outs) > 1 and libs[2].vec(outs[1]) < 1:
             return 0
-        for lib, o in zip(libs[1:], outs):
-            if lib.vec(o) < 1:
-                return 0
         if self.device >= 0 and not self.on_device((d_in, *outs)):
             return 0
-        plan = self.plan
-        grid = plan.grid(n)
-        needed, aliases = plan.layout(grid)
+        size = self.sizes.get(n)
+        if size is None:
+            size = self._size(n)
+        needed, grid, aliases, views = size
         if temp is None:
             return needed
         tl = self.temp_ok(temp, needed)
         if tl is None:
             return 0
         if self.host:
-            plan.run(None, d_in, outs, n, init, grid,
-                     host_views(temp, aliases) if grid else ())
+            self.plan.run(None, d_in, outs, n, init, grid,
+                          host_views(temp, aliases) if grid else ())
+            return needed
+        if grid:
+            ptr = tl.ptr(temp)
+            at = views.get(ptr)
+            if at is None:
+                if len(views) >= VIEWS_KEPT:
+                    views.clear()
+                at = views[ptr] = self.plan.device_views(ptr, grid, aliases,
+                                                         self.plan.target.device_id)
         else:
-            views = plan.device_views(tl.ptr(temp), grid, aliases, plan.target.device_id) \
-                if grid else ()
-            plan.run(stream, d_in, outs, n, init, grid, views)
+            at = ()
+        self.plan.run(stream, d_in, outs, n, init, grid, at, self.fast)
         return needed
+
+    def _size(self, n: int) -> tuple:
+        if len(self.sizes) >= SHAPES_KEPT:
+            self.sizes.clear()
+        grid = self.plan.grid(n)
+        needed, aliases = self.plan.layout(grid)
+        size = self.sizes[n] = (needed, grid, aliases, {})
+        return size
 
 
 _sigs: dict[tuple, _Sig] = {}
 
 
-def _remember(key: Optional[tuple], plan: _Plan, objs: tuple, n: int,
-              init: Optional[Callable] = None) -> None:
+def _remember(key: Optional[tuple], plan: _Plan, objs: tuple, n: int) -> None:
     """Make `key` a cached signature after a general-path call of `plan` with
     the arrays `objs` (d_in, then the outputs) succeeded (narrow counts only)."""
     if n < _WIDE:
-        remember(_sigs, key, objs, lambda libs: _Sig(plan, libs, init))
+        remember(_sigs, key, objs, lambda libs: _Sig(plan, libs))
 
 
 def _reduce(temp_storage, d_in, d_out, num_items, op: Any, init: Any, transform, stream,
@@ -269,16 +308,13 @@ def _reduce(temp_storage, d_in, d_out, num_items, op: Any, init: Any, transform,
     if acc_rule != "init":  # sum, min, max: CUB fixes init (a Constant of the kernels)
         plan = _plan("fixed", a_in.dtype, acc, name, target, wide, None)
         init_args: tuple = ()
-        convert = None
     else:
-        value = as_scalar(init, acc, "init")
+        init_args = (as_scalar(init, acc, "init"),)
         plan = _plan("known" if name is not None else "user", a_in.dtype, acc,
                      name if name is not None else op, target, wide, transform)
-        convert = None if a_in.host else launch_scalar(acc)
-        init_args = (value if convert is None else convert(value),)
     needed = _run(plan, temp_storage, a_in.host, stream, n, a_in.obj, (a_out.obj,), init_args)
     if a_out.obj is d_out:  # (a 0-d output was viewed as 1-d: no cached signature)
-        _remember(key, plan, (d_in, d_out), n, convert)
+        _remember(key, plan, (d_in, d_out), n)
     return needed
 
 
@@ -304,13 +340,13 @@ def _arg(temp_storage, d_in, d_out_value, d_out_index, num_items, stream, max_: 
 
 
 def _init_args(sig: _Sig, init) -> Optional[tuple]:
-    """A cached reduce signature's init, converted as its first call did, or
-    None when the general path should decide (and raise)."""
+    """A cached reduce signature's init (a NumPy scalar of the accumulator
+    dtype, as the general path passes it), or None when the general path
+    should decide (and raise)."""
     try:
-        value = as_scalar(init, sig.plan.acc, "init")
+        return (as_scalar(init, sig.plan.acc, "init"),)
     except (TypeError, ValueError):
         return None
-    return (value if sig.init is None else sig.init(value),)
 
 
 # signature tags (the first element of a cached signature's key)

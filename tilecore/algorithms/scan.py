@@ -45,7 +45,8 @@ from ..tunings import lookup as tuning_lookup
 from . import scan_kernels as K
 from .shared import check_dtype, kernel_for, target_of, temp_buffer
 from .arrays import Arg, byte_span, check_1d, check_num_items, describe
-from .hostpath import Signature, device_views, find, host_views, launch_scalar, remember
+from .hostpath import (NARROW, SHAPES_KEPT, Signature, device_views, epoch, find, host_views,
+                       remember)
 from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, same_function,
                         scalar_dtype, sum_accumulator)
 
@@ -310,15 +311,12 @@ def _scan(temp_storage, d_keys, d_in, d_out, op, init, num_items, stream, *, rul
                          "reads the keys while it writes the values: pass another array)")
     plan = _plan(a_in.dtype, acc, name if name is not None else "user",
                  None if name is not None else op, eq, by_key, n >= _WIDE, exclusive, target)
-    convert = None if a_in.host else launch_scalar(acc)
-    if convert is not None:
-        init_value = convert(init_value)
     needed = _run(plan, temp_storage, a_in.host, stream, n, a_in.obj,
                   a_keys.obj if by_key else None, a_out.obj, init_value, has_init, in_place)
     if n < _WIDE:
         fixed = None if rule == "init" else init_value
         remember(_sigs, key, (d_in, d_out) if not by_key else (d_in, d_out, d_keys),
-                 lambda libs: _Sig(plan, libs, has_init, fixed, convert))
+                 lambda libs: _Sig(plan, libs, has_init, fixed))
     return needed
 
 
@@ -415,7 +413,9 @@ class _Launches:
         return self.host_views
 
     def device_views_of(self, ptr: int, device: int) -> tuple:
-        return device_views(self.views, (ptr, device), ptr, self.aliases, device)
+        """The views of the buffer at `ptr` on `device` (the plan's: kept by
+        pointer, `views`)."""
+        return device_views(self.views, ptr, ptr, self.aliases, device)
 
     def buffer_views(self, buf: Any) -> tuple:
         """The views of a dispatch.buffers.ByteBuffer (the general path)."""
@@ -430,12 +430,11 @@ class _Launches:
 
     def go(self, stream: Any, views: tuple, x: Any, keys: Any, y: Any, init: Any) -> None:
         values = self.values(views, x, keys, y, init)
-        launch = ct.launch  # looked up per call: tests replace it
         for step in self.steps:
-            args = step.args(values)
+            args = step.pick(values) + step.tail
             fast = step.fast
             if fast is None or not fast(stream, step.grid, args):
-                launch(stream, step.grid, step.kernel, args)
+                ct.launch(stream, step.grid, step.kernel, args)  # (tests replace ct.launch)
                 step.fast = fast_launcher(step.kernel)
 
 
@@ -475,7 +474,6 @@ def _make_launches(plan: _Plan, n: int, items: int, has_init: bool,
 
 # -- the cached path -----------------------------------------------------------------------------
 
-SHAPES_KEPT = 64    # (count, in place) shapes a signature keeps
 _NO_INIT = object()
 
 
@@ -487,12 +485,11 @@ class _Sig(Signature):
     returns 0 when anything is unusual (the caller then takes the general
     path); `run` is the rest, for callers that made d_out themselves."""
 
-    __slots__ = ("plan", "has_init", "init", "convert", "shapes", "last_init", "last_value")
+    __slots__ = ("plan", "has_init", "init", "shapes", "last_init", "last_value")
 
-    def __init__(self, plan: _Plan, libs: tuple, has_init: bool, init: Any,
-                 convert: Optional[Callable]) -> None:
+    def __init__(self, plan: _Plan, libs: tuple, has_init: bool, init: Any) -> None:
         super().__init__(libs, plan.target.device_id)
-        self.plan, self.has_init, self.init, self.convert = plan, has_init, init, convert
+        self.plan, self.has_init, self.init = plan, has_init, init
         self.shapes: dict = {}   # (n, in_place) -> (bytes, _Launches or None for n = 0)
         # the last run-time init (a scalar: immutable, so the same object is the same value)
         # and its launch value
@@ -500,7 +497,7 @@ class _Sig(Signature):
         self.last_value: Any = None
 
     def call(self, temp: Any, keys: Any, x: Any, y: Any, n: Any, stream: Any, init: Any) -> int:
-        if not self.usable(n):
+        if type(n) is not int or not 0 <= n < NARROW or self.epoch != epoch():
             return 0
         libs = self.libs
         lx, ly = libs[0], libs[1]
@@ -524,8 +521,6 @@ class _Sig(Signature):
                 value = as_scalar(init, self.plan.acc, "init")
             except (TypeError, ValueError):
                 return 0
-            if self.convert is not None:
-                value = self.convert(value)
             if not isinstance(init, np.ndarray):    # (a 1-element array may change)
                 self.last_init, self.last_value = init, value
             init = value
@@ -550,8 +545,11 @@ class _Sig(Signature):
             if self.host:
                 run.go(None, run.host_views_of(temp), x, keys, y, init)
             else:
-                run.go(stream, run.device_views_of(tl.ptr(temp), self.plan.target.device_id),
-                       x, keys, y, init)
+                ptr = tl.ptr(temp)
+                views = run.views.get(ptr)
+                if views is None:
+                    views = run.device_views_of(ptr, self.plan.target.device_id)
+                run.go(stream, views, x, keys, y, init)
         return needed
 
     def _shape(self, n: int, in_place: bool) -> Optional[tuple[int, Optional[_Launches]]]:

@@ -4,7 +4,7 @@
 After a specialization has launched once through the general path, its
 arguments' kinds are known: which are PyTorch tensors or CuPy arrays (with
 which dtype, rank, alignment, unit stride and whole vectors), which are
-int32 or float32 scalars, which are constants. A fast launcher re-checks
+run-time scalars of which dtype, which are constants. A fast launcher re-checks
 exactly those facts (the guards, the device included), reads the flat
 parameter values, checks that the arrays' byte extents are disjoint (or that
 the general path has checked their overlap: interleaved views), and
@@ -21,27 +21,49 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
+from ..language.dtypes import DType
 from ..runtime.arrays import DeviceArray
 from ..runtime.driver import native_module
 from ..runtime.overlap import self_overlaps
 from ..runtime.streams import handle_attribute, stream_handle
 from .classify import normalize_grid
 
-__all__ = ["fast_specs", "make_fast_launch", "extents_disjoint"]
+__all__ = ["scalar_spec", "fast_specs", "make_fast_launch", "extents_disjoint"]
 
 FastLaunch = Callable[[Any, Any, Any], bool]
+
+
+# The Python numbers the general path specializes as a scalar dtype (gpu._scalar_dtype and
+# dtypes.constant_dtype): ints by value, floats as float32, bools as bool_. Any other dtype
+# takes only its NumPy scalar type.
+_PYTHON_NUMBERS = {"int32": "int32", "int64": "int64", "uint64": "uint64", "float32": "float",
+                   "bool_": "bool"}
+
+
+def scalar_spec(dtype: DType) -> Optional[tuple]:
+    """("scalar", NumPy scalar type, Python numbers) for a run-time scalar
+    parameter of `dtype`: the fast launchers take exactly the values the
+    general path gives this specialization, the NumPy scalar of the dtype or
+    a Python number of that class ("int32", "int64", "uint64": ints in the
+    ranges constant_dtype gives that dtype; "float", "bool"; "": none) and
+    hand the value itself to the launcher, which packs it with the
+    parameter's C type as the general path does. None for 16-bit and
+    smaller floats (raw bits: the general path converts them)."""
+    if dtype.is_float and dtype.itemsize <= 2:
+        return None
+    return ("scalar", dtype.numpy_dtype.type, _PYTHON_NUMBERS.get(dtype.name, ""))
 
 
 def fast_specs(key: tuple, args: Sequence[Any], device: int, only_device: bool = False,
                written: frozenset[int] = frozenset()) -> Optional[list[tuple]]:
     """One guard spec per argument of specialization `key` (see gpu._scan), or
     None when some argument has no fast form: ("const", type, value),
-    ("i32",), ("f32",), or (library, type, dtype, device, ndim, itemsize,
-    aligned, unit stride, whole vectors, written) for "torch" and "cupy"
-    arrays and tilecore's own DeviceArray ("tilecore": the device-scope
-    algorithms' views of their temporary storage); `written` holds the
-    positions of the arrays the kernel writes, whose elements are then
-    checked distinct at every launch.
+    `scalar_spec(dtype)` for a run-time scalar, or (library, type, dtype,
+    device, ndim, itemsize, aligned, unit stride, whole vectors, written) for
+    "torch" and "cupy" arrays and tilecore's own DeviceArray ("tilecore": the
+    device-scope algorithms' views of their temporary storage); `written`
+    holds the positions of the arrays the kernel writes, whose elements are
+    then checked distinct at every launch.
 
     With `only_device` (the process sees one GPU) an array's device is -1:
     any CUDA tensor is on it (`is_cuda` is a cheaper check than
@@ -51,12 +73,10 @@ def fast_specs(key: tuple, args: Sequence[Any], device: int, only_device: bool =
         if isinstance(part, tuple) and part[0] == "c":
             specs.append(("const", type(value), value))
         elif not isinstance(part, tuple):      # a run-time scalar
-            if part.name == "int32":
-                specs.append(("i32",))
-            elif part.name == "float32":
-                specs.append(("f32",))
-            else:
-                return None                    # raw-bit or 64-bit scalars: general path
+            spec = scalar_spec(part)
+            if spec is None:
+                return None                    # raw-bit scalars: general path
+            specs.append(spec)
         else:
             root = type(value).__module__.split(".")[0]
             if root == "tilecore" and type(value) is not DeviceArray or \
@@ -188,6 +208,16 @@ _GRID_AND_LAUNCH = """\
     return True"""
 
 
+# what a Python number must be to take a scalar spec's fast path (see scalar_spec)
+_PYTHON_GUARDS = {
+    "int32": "type({a}) is int and -2147483648 <= {a} < 2147483648",
+    "int64": "type({a}) is int and (-9223372036854775808 <= {a} < -2147483648 or "
+             "2147483648 <= {a} < 9223372036854775808)",
+    "uint64": "type({a}) is int and 9223372036854775808 <= {a} < 18446744073709551616",
+    "float": "type({a}) is float", "bool": "type({a}) is bool", "": "",
+}
+
+
 def _tuple(items: list[str]) -> str:
     return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
 
@@ -210,12 +240,11 @@ def _python_fast_launch(specs: list[tuple], validated: dict, launch: Callable,
             # constant (a float min/max identity) passed again is the same object
             body.append(f"if type({a}) is not CT{i} or ({a} is not C{i} and {a} != C{i}): "
                         f"return False")
-        elif spec[0] == "i32":
-            body.append(f"if type({a}) is not int or not -2147483648 <= {a} < 2147483648: "
+        elif spec[0] == "scalar":
+            ns[f"NP{i}"] = spec[1]
+            number = _PYTHON_GUARDS[spec[2]].format(a=a)
+            body.append(f"if type({a}) is not NP{i}{f' and not ({number})' if number else ''}: "
                         f"return False")
-            values.append(a)
-        elif spec[0] == "f32":
-            body.append(f"if type({a}) is not float: return False")
             values.append(a)
         else:
             body += _array_lines(i, spec, ns)

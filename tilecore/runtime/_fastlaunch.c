@@ -52,14 +52,19 @@ typedef struct {
 } DLExchangeAPI;
 enum { DL_CUDA = 2 };
 
-enum { ARG_CONST, ARG_I32, ARG_F32, ARG_TORCH, ARG_CUPY, ARG_TILECORE };
+enum { ARG_CONST, ARG_SCALAR, ARG_TORCH, ARG_CUPY, ARG_TILECORE };
+/* The Python numbers a scalar parameter takes besides its NumPy scalar type (fastpath.py's
+ * scalar_spec): none, ints in the range the general path gives int32, int64 or uint64, floats
+ * (float32), bools (bool_). */
+enum { PY_NONE, PY_INT32, PY_INT64, PY_UINT64, PY_FLOAT, PY_BOOL };
 #define IS_ARRAY(k) ((k) == ARG_TORCH || (k) == ARG_CUPY || (k) == ARG_TILECORE)
 #define MAX_VALUES 256
 #define MAX_NDIM 16
 
 typedef struct {
     int kind;
-    PyObject *type;   /* exact type (constants and arrays) */
+    int py;           /* a scalar's Python numbers (PY_*) */
+    PyObject *type;   /* exact type (constants, arrays, a scalar's NumPy type) */
     PyObject *value;  /* a constant's value, an array's dtype */
     long device;
     int ndim, itemsize, aligned, unit, whole;
@@ -134,7 +139,8 @@ static void find_dl_reader(ArgSpec *spec, PyObject *type) {
     Py_DECREF(cap);
 }
 
-/* One spec tuple: ("const", type, value), ("i32",), ("f32",) or
+/* One spec tuple: ("const", type, value), ("scalar", NumPy scalar type, Python numbers:
+ * "int32" | "int64" | "uint64" | "float" | "bool" | "") or
  * ("torch" | "cupy" | "tilecore", type, dtype, device, ndim, itemsize, aligned, unit, whole,
  * written) ("tilecore": a tilecore.runtime.DeviceArray, a tuple subclass);
  * a device of -1 means "the process's only GPU". */
@@ -150,10 +156,20 @@ static int parse_spec(PyObject *t, ArgSpec *spec, Py_ssize_t *n_values, Py_ssize
     if (!strcmp(kind, "const")) {
         if (!PyArg_ParseTuple(t, "sOO", &kind, &type, &value)) return -1;
         spec->kind = ARG_CONST;
-    } else if (!strcmp(kind, "i32") || !strcmp(kind, "f32")) {
-        spec->kind = kind[0] == 'i' ? ARG_I32 : ARG_F32;
+    } else if (!strcmp(kind, "scalar")) {
+        static const char *const numbers[] = {"", "int32", "int64", "uint64", "float", "bool"};
+        const char *py;
+        if (!PyArg_ParseTuple(t, "sO!s", &kind, &PyType_Type, &type, &py)) return -1;
+        spec->py = -1;
+        for (int k = 0; k < (int)(sizeof numbers / sizeof numbers[0]); k++)
+            if (!strcmp(py, numbers[k])) spec->py = k;
+        if (spec->py < 0) {
+            PyErr_Format(PyExc_ValueError, "bad scalar spec %R", t);
+            return -1;
+        }
+        spec->kind = ARG_SCALAR;
+        value = Py_None;
         *n_values += 1;
-        return 0;
     } else if (!strcmp(kind, "torch") || !strcmp(kind, "cupy") || !strcmp(kind, "tilecore")) {
         if (!PyArg_ParseTuple(t, "sOOliipppp", &kind, &type, &value, &spec->device, &spec->ndim,
                               &spec->itemsize, &spec->aligned, &spec->unit, &spec->whole,
@@ -483,12 +499,38 @@ done:
     return result;
 }
 
+/* Whether `a` is a Python number of class `py` (PY_*), one the general path specializes as
+ * the scalar's dtype: 1 yes, 0 no (then the general path decides), -1 error. */
+static int python_number(int py, PyObject *a) {
+    long long v;
+    switch (py) {
+    case PY_FLOAT: return PyFloat_CheckExact(a);
+    case PY_BOOL: return PyBool_Check(a);
+    case PY_INT32:
+    case PY_INT64:
+        if (!exact_int(a, &v)) return PyErr_Occurred() ? -1 : 0;  /* not an int64 */
+        return (v >= INT32_MIN && v <= INT32_MAX) == (py == PY_INT32);
+    case PY_UINT64: {
+        int overflow;
+        if (!PyLong_CheckExact(a)) return 0;
+        PyLong_AsLongLongAndOverflow(a, &overflow);
+        if (overflow <= 0) return PyErr_Occurred() ? -1 : 0;  /* an int64 or below it */
+        if (PyLong_AsUnsignedLongLong(a) == (unsigned long long)-1 && PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+            PyErr_Clear();  /* 2**64 or more: the general path raises */
+            return 0;
+        }
+        return 1;
+    }
+    }
+    return 0;
+}
+
 /* Guards and values of every argument: 1 ok, 0 a guard failed, -1 error. */
 static int gather(FastLaunch *self, PyObject *args, Gathered *g) {
     for (Py_ssize_t i = 0; i < self->n_args; i++) {
         ArgSpec *s = &self->specs[i];
         PyObject *a = PyTuple_GET_ITEM(args, i);
-        long long v;
         int r;
         switch (s->kind) {
         case ARG_CONST:
@@ -496,13 +538,12 @@ static int gather(FastLaunch *self, PyObject *args, Gathered *g) {
             r = PyObject_RichCompareBool(a, s->value, Py_EQ);
             if (r <= 0) return r;
             break;
-        case ARG_I32:
-            if (!exact_int(a, &v) || v < INT32_MIN || v > INT32_MAX) return PyErr_Occurred() ? -1 : 0;
-            push(g, Py_NewRef(a));
-            break;
-        case ARG_F32:
-            if (!PyFloat_CheckExact(a)) return 0;
-            push(g, Py_NewRef(a));
+        case ARG_SCALAR:
+            if ((PyObject *)Py_TYPE(a) != s->type) {
+                r = python_number(s->py, a);
+                if (r <= 0) return r;
+            }
+            push(g, Py_NewRef(a));  /* packed by the launcher, as the general path's value */
             break;
         default:
             r = gather_array(s, a, g);
