@@ -177,3 +177,31 @@ def test_more_than_2_31_items_with_int64_offsets():
     v, i = cp.zeros(4, cp.int8), cp.zeros(4, cp.int64)
     run(S.arg_max, x, v, i, 4, off_b, off_e)
     assert i.get().tolist() == [n - 3, 5, 0, 1]
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_cupy_long_kernel_int64_offsets_beyond_32_bits(wide, monkeypatch):
+    """The shipped long kernel (U(1..4096) lengths, 2048-item tiles) with int64
+    offsets, some past 2**31, 2**32 or negative, on its int32 path and its
+    int64 one (forced): the same bits as int32 offsets clamped on the host."""
+    cp = pytest.importorskip("cupy")
+    from tilecore.algorithms import segmented_reduce as SR
+    lens = RNG.integers(1, 4097, 3000)
+    off = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    size = int(off[-1])
+    begins, ends = off[:-1].copy(), off[1:].copy()
+    begins[::97], ends[5::89], begins[7::101] = -2**32 + 5, 2**40, 2**31 + 3
+    h = RNG.uniform(-1, 1, size).astype(np.float32)
+    x = cp.asarray(h)
+    n = lens.size
+    clamp32 = [cp.asarray(np.clip(a, 0, size).astype(np.int32)) for a in (begins, ends)]
+    ref, got = cp.zeros(n, cp.float32), cp.zeros(n, cp.float32)
+    if wide:
+        monkeypatch.setattr(SR, "_NARROW_LIMIT", 0)
+    for method in (S.sum, S.min, S.max):
+        run(method, x, ref, n, *clamp32)
+        run(method, x, got, n, cp.asarray(begins), cp.asarray(ends))
+        assert got.get().tobytes() == ref.get().tobytes()
+    b, e = np.clip(begins, 0, size), np.clip(ends, 0, size)
+    fmax = np.finfo(np.float32).max
+    assert got.get().tolist() == [h[p:q].max() if q > p else -fmax for p, q in zip(b, e)]

@@ -3,10 +3,10 @@ for float sums, exact for integers): every entry point, both kernels (rows:
 several segments per block; long: aligned tiles, one or several blocks per
 segment), dtypes, empty/one-item/long/uneven/overlapping/unordered segments,
 int32 and int64 offsets (int64 ones clamped into int32 arrays before a rows
-kernel, or not: the same bits), NaN and ties, the two-phase protocol and
-argument errors. Small policies (a 64-item rows tile, 32-item long tiles) make the
-interpreter run many blocks on small inputs; every launch is also compiled for
-sm_80 and sm_90 (the suite's conftest)."""
+kernel, or not; the long kernel's int32 and int64 bounds: the same bits), NaN
+and ties, the two-phase protocol and argument errors. Small policies (a 64-item
+rows tile, 32-item long tiles) make the interpreter run many blocks on small
+inputs; every launch is also compiled for sm_80 and sm_90 (the suite's conftest)."""
 import operator
 
 import ml_dtypes
@@ -635,3 +635,100 @@ def test_clamp_offsets_compiles_with_the_shipped_policy(monkeypatch, arch):
         for kernel, args in calls:
             ck = ct.compile(kernel, args, arch=arch)
             assert ck.stack_bytes == 0, f"{kernel.__name__}: spills ({ck.stack_bytes} bytes)"
+
+
+# --- the long kernel's int32 bounds (NARROW) whatever the offsets' dtype ---------------------
+def long_flags(monkeypatch, method, *args):
+    """The two-phase call (as `run`), returning the NARROW flag of each long_known launch."""
+    flags = []
+
+    def record(stream, grid, kernel, kargs):
+        if kernel.__name__ == "long_known":
+            flags.append(kargs[-1])
+        return REAL_LAUNCH(stream, grid, kernel, kargs)
+    monkeypatch.setattr(ct, "launch", record)
+    run(method, *args)
+    monkeypatch.setattr(ct, "launch", REAL_LAUNCH)
+    return flags
+
+
+@pytest.mark.parametrize("kernel", ["long", "split"])
+@pytest.mark.parametrize("layout", ["shifted", "separate"])
+def test_long_kernel_int64_offsets_narrow_and_wide_give_the_same_bits(monkeypatch, kernel,
+                                                                      layout):
+    """The long kernel (a block per segment, and split over blocks) with int64
+    offsets, some needing 64 bits (past 2**31, 2**32 and 2**40, negative: their
+    low 32 bits alone would be in range), on its int32 path (NARROW: each block
+    clamps its two bounds, then int32 math) and its int64 path (forced): the
+    same bits as int32 offsets clamped on the host, equal to NumPy on the
+    clamped bounds. Segments cross the 32-item tiles; some are empty or inverted."""
+    from tilecore.algorithms import segmented_reduce as SR
+    x = data(np.float32, 400)
+    n = 37
+    begins, ends = wild_offsets(layout, n, x.size)
+    b, e = clamped(x, begins, ends)
+
+    def reduce_all(bb, ee, narrow):
+        got = {}
+        for name in ("sum", "min", "max"):
+            got[name] = np.full(n + 1, 7, np.float32)
+            with policy(kernel):
+                assert long_flags(monkeypatch, getattr(S, name), x, got[name], n, bb, ee) \
+                    == [narrow]
+        return got
+    narrow = reduce_all(begins, ends, True)
+    host32 = reduce_all(b.astype(np.int32), e.astype(np.int32), True)
+    monkeypatch.setattr(SR, "_NARROW_LIMIT", 0)
+    wide = reduce_all(begins, ends, False)
+    for k in narrow:
+        assert narrow[k].tobytes() == host32[k].tobytes() == wide[k].tobytes(), k
+        assert narrow[k][n] == 7                            # nothing past num_segments
+    assert_sums(narrow["sum"], x, b, e, np.float32)
+    fmax = float(np.finfo(np.float32).max)
+    assert narrow["min"][:n].tolist() == ref_fold(x, b, e, np.min, fmax)
+    assert narrow["max"][:n].tolist() == ref_fold(x, b, e, np.max, -fmax)
+
+
+def test_narrow_limits_per_kernel():
+    """int32 bounds and indices (NARROW) exactly while every index a kernel forms
+    fits int32: rows kernels below 2**30 items and segments; the long kernel
+    while d_in plus two of its tiles is at most 2**31 (any segment count)."""
+    from tilecore.algorithms.segmented_reduce import _narrow
+    from tilecore.dispatch.segmented_policy import Shape
+    rows, long = Shape("rows", 8, 128, 1), Shape("long", 1, 2048, 1)
+    assert _narrow(rows, 2**30 - 1, 2**30 - 1)
+    assert not _narrow(rows, 5, 2**30) and not _narrow(rows, 2**30, 5)
+    assert _narrow(long, 5, 2**31 - 4096) and not _narrow(long, 5, 2**31 - 4095)
+    assert _narrow(Shape("long", 1, 32, 64), 2**31 - 1, 2**31 - 64)
+    assert not _narrow(long, 5, 2**31 + 5)
+
+
+@pytest.mark.interpreter_only
+def test_long_kernel_int32_math_for_int64_offsets(monkeypatch):
+    """The long kernel a float32 sum of segments of U(1..4096) items launches
+    with the shipped sm_90 policy (2048-item tiles) compiles without
+    spilling, and with int64 offsets on a narrow input forms no 64-bit tile
+    index (tc::tile_origin, the generated code's addressing by a 64-bit tile
+    index, clamped per tile), as with int32 offsets; its forced int64 path does."""
+    from tilecore.algorithms import segmented_reduce as SR
+    monkeypatch.setenv("TILECORE_ARCH", "sm_90")
+    off = offsets(RNG.permutation(np.arange(1, 4097, 13)))      # 316 lengths, 2048 on average
+    n = off.size - 1
+    x = np.zeros(int(off[-1]), np.float32)
+    out = np.zeros(n, np.float32)
+
+    def source(begins, ends):
+        calls = []
+        monkeypatch.setattr(ct, "launch", lambda s, g, kernel, a: calls.append((kernel, a)))
+        run(S.sum, x, out, n, begins, ends)
+        monkeypatch.setattr(ct, "launch", REAL_LAUNCH)
+        assert [k.__name__ for k, _ in calls] == ["long_known"] and calls[0][1][5] == 2048
+        ck = ct.compile(*calls[0], arch="sm_90")
+        assert ck.stack_bytes == 0, f"long_known spills ({ck.stack_bytes} bytes)"
+        return ck.source
+    i32, i64 = off.astype(np.int32), off
+    for begins, ends in ((i32[:-1], i32[1:]), (i64[:-1], i64[1:]), (i64[:-1], i32[1:])):
+        src = source(begins, ends)
+        assert "tile_origin" not in src
+    monkeypatch.setattr(SR, "_NARROW_LIMIT", 0)
+    assert "tile_origin" in source(i64[:-1], i64[1:])

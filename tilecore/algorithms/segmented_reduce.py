@@ -14,12 +14,13 @@ kernel's shape from what the host knows (segments, d_in's length, SM count),
 lays out the temporary storage (dispatch.temp_storage) and launches; the
 kernels are in segmented_kernels.py.
 
-Int64 offsets of a rows kernel on narrow inputs (d_in and the segment count
-below 2**30) are first clamped into int32 arrays of the temporary storage
-(`clamp_offsets`, policy convert_offsets), once per offset instead of once per
-element of the rows kernel's tiles: `offsets[:-1]`, `offsets[1:]` of one array
-as num_segments + 1 values read once (two views of one int32 array), other
-offsets array by array.
+Both kernels take int32 bounds and indices whatever the offsets' dtype when
+every index they form fits int32 (`_narrow`). The long kernel clamps its
+block's two bounds itself. Int64 offsets of a rows kernel are first clamped
+into int32 arrays of the temporary storage (`clamp_offsets`, policy
+convert_offsets), once per offset instead of once per element of the rows
+kernel's tiles: `offsets[:-1]`, `offsets[1:]` of one array as num_segments + 1
+values read once (two views of one int32 array), other offsets array by array.
 """
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ __all__ = ["DeviceSegmentedReduce"]
 
 OFFSET_DTYPES = (D.int32, D.int64)
 _MAX_SEGMENTS = (1 << 31) - 1
-_NARROW_LIMIT = 1 << 30     # d_in's length and the segment count below it: int32 row kernels
+_NARROW_LIMIT = 1 << 30     # d_in's length and the segment count below it: int32 kernels (_narrow)
 CLAMP_ITEMS = 8             # offsets per thread of clamp_offsets (block_threads threads)
 
 
@@ -178,12 +179,21 @@ def _conversions(layout: Layout, a_b: Arg, a_e: Arg, n: int) -> list[tuple[str, 
             if a.dtype == D.int64]
 
 
+def _narrow(shape: Shape, num_segments: int, num_items: int) -> bool:
+    """Whether the kernel of `shape` may take int32 bounds and indices whatever
+    the offsets' dtype (its NARROW): every index it forms stays below 2**31.
+    Rows kernels: d_in and the segment count below _NARROW_LIMIT (2**30). The
+    long kernel: d_in plus two tiles at most 2 * _NARROW_LIMIT (2**31; its
+    positions and rounded-up bounds stay less than a tile past d_in's end)."""
+    if shape.kind == "rows":
+        return num_items < _NARROW_LIMIT and num_segments < _NARROW_LIMIT
+    return num_items + 2 * shape.items <= 2 * _NARROW_LIMIT
+
+
 def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, a_in: Arg, a_b: Arg,
          a_e: Arg, outs: tuple, init: Any) -> int:
     shape = plan.shape(n, a_in.size)
-    # int32 bounds and indices in the rows kernels (whatever the offsets' dtype) while
-    # every index they form stays below 2**31
-    narrow = a_in.size < _NARROW_LIMIT and n < _NARROW_LIMIT
+    narrow = _narrow(shape, n, a_in.size)
     layout = Layout(3)          # split partials; clamped begins (or both); clamped ends
     split = shape.kind == "long" and shape.split > 1
     if split:
@@ -231,12 +241,12 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, a_in: 
                 plan.ident, shape.waves, narrow))
     elif not split:
         launch(stream, (n,), plan.long, (x, begins, ends, out, init, shape.items, plan.acc,
-                                         plan.op, plan.ident, 1, True))
+                                         plan.op, plan.ident, 1, True, narrow))
     else:
         p = buf.view(partials)
         launch(stream, (n * shape.split,), plan.long,
                (x, begins, ends, p, init, shape.items, plan.acc, plan.op, plan.ident,
-                shape.split, False))
+                shape.split, False, narrow))
         segs = max(1, plan.policy.block_threads * 4 // shape.split)
         launch(stream, (-(-n // segs),), plan.final,
                (p, out, n, init, segs, shape.split, plan.acc, plan.op, plan.ident))
