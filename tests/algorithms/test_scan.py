@@ -345,10 +345,13 @@ def test_policy_tables_and_overrides():
     from tilecore.dispatch.scan_policy import select_scan_policy
     from tilecore.tunings import TuningError
     key = dict(value_size=4, accum="float32", op="add", offset_size=4, by_key=False)
-    p90 = select_scan_policy(90, {**key, "accum": "int32"})     # the table's default
+    p90 = select_scan_policy(90, {**key, "accum": "int32", "op": "xor"})   # the table's default
     assert (p90.tile_items, p90.mode, p90.exact_mode) == (32768, 3, 2)
     assert "sm_90.yaml" in p90.source
     assert p90.threads_for(1 << 24) == 256 and p90.threads_for((1 << 24) + 1) == 1024
+    i90 = select_scan_policy(90, {**key, "accum": "int32"})     # the int32-sum row
+    assert (i90.block_threads, i90.items_per_thread, i90.exact_mode) == (512, 64, 2)
+    assert i90.threads_for(1 << 24) == 256 and i90.threads_for((1 << 24) + 1) == 512
     f90 = select_scan_policy(90, key)                           # the float-sum row
     assert (f90.block_threads, f90.items_per_thread) == (512, 64)
     assert f90.threads_for(1 << 24) == 128 and f90.threads_for((1 << 24) + 1) == 512
