@@ -322,3 +322,23 @@ def test_first_pass_grid_leaves_no_lone_last_round():
         fewest = min(g for g in range(1, gmax + 1) if -(-tiles // g) <= most)
         assert grid == fewest and grid <= gmax
         assert tiles - (grid - 1) * most > 0              # the last block has a tile too
+
+
+def test_allocators_use_the_cheapest_constructor(monkeypatch):
+    """convenience.allocator (cumsum's result): CuPy's ndarray constructor (what
+    cupy.empty calls) and torch.empty on x's device, of the library's dtype."""
+    from tilecore.algorithms import hostpath as H
+    from tilecore.language import dtypes as D
+    cupy, torch, made = _fake_libraries(monkeypatch)
+    monkeypatch.setattr(cupy, "empty", None)           # never called
+    x = cupy.ndarray((10,), np.float32)
+    out = C.allocator(H._CUPY, C._cupy(), x, D.int64)((7,))
+    assert type(out) is cupy.ndarray and out.shape == (7,) and out.dtype == np.int64
+    t = torch.Tensor((10,), "torch.float32")
+    seen = []
+    monkeypatch.setattr(torch, "empty", lambda shape, dtype=None, device=None:
+                        seen.append((shape, dtype, device)) or torch.Tensor(shape, dtype))
+    out = C.allocator(H._TORCH, C._torch(), t, D.int64)((7,))
+    assert seen == [((7,), "torch.int64", ("cuda", 0))] and out.shape == (7,)
+    host = C.allocator(H._NUMPY, C._numpy(), np.zeros(3), D.uint64)((5,))
+    assert host.dtype == np.uint64 and host.shape == (5,)

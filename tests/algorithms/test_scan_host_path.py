@@ -353,3 +353,35 @@ def test_repeated_scans_launch_fast(stand_in_gpu, n):
         S.inclusive_sum(temp, x, _device(n), n)                # a new d_out
     assert general == [], f"{len(general)} launches took the general path"
     assert driver.launches == 3 * (len(calls) + 1) * per_call
+
+
+def _bytes_of(a: DeviceArray, n: int) -> set:
+    """Every byte address of a 1-d DeviceArray's first n elements (the reference)."""
+    item = a.dtype.itemsize
+    return {a.ptr + i * a.strides[0] * item + b for i in range(n) for b in range(item)}
+
+
+def test_apart_agrees_with_the_byte_sets():
+    """Lib.apart (the cached scan's overlap check of d_out) against the bytes the
+    two arrays cover, enumerated: adjacent, interleaved, reversed (negative
+    strides), partial-item and empty arrays; False when an array is shorter
+    than the count or not 1-d."""
+    from tilecore.algorithms.hostpath import lib_of
+    lib = lib_of(DeviceArray(0, (1,), (1,), ct.float32, 0))
+    base = 1 << 20
+    shapes = [(0, 8, 1, ct.float32), (32, 8, 1, ct.float32), (28, 8, 1, ct.float32),
+              (4, 8, 2, ct.float32), (60, 8, -1, ct.float32), (62, 4, 1, ct.int16),
+              (30, 1, 1, ct.int16), (100, 0, 1, ct.float32), (0, 16, 2, ct.int8)]
+    for off, n, stride, dt in shapes:
+        a = DeviceArray(base + off, (n,), (stride,), dt, 0)
+        for off2, n2, stride2, dt2 in shapes:
+            b = DeviceArray(base + off2, (n2,), (stride2,), dt2, 0)
+            want = not (_bytes_of(a, n) & _bytes_of(b, n2))
+            assert lib.apart(a, b, min(n, n2)) is want, (a, b)
+    a, b = _device(8), _device(8)
+    assert lib.apart(a, b, 8) and not lib.apart(a, b, 9)
+    assert not lib.apart(DeviceArray(1 << 30, (2, 4), (4, 1), ct.float32, 0), b, 1)
+    np_lib = lib_of(np.zeros(1))
+    buf = np.zeros(10, np.float32)
+    assert np_lib.apart(buf[:5], buf[5:], 5) and not np_lib.apart(buf[:6], buf[5:], 5)
+    assert not np_lib.apart(buf[:5], buf[5:], 6)

@@ -15,14 +15,14 @@ A repeated call with the same array type and dtype takes a cached path (see
 from __future__ import annotations
 
 import builtins
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 from ..language import dtypes as D
 from ..runtime import DeviceArray
 from .arrays import describe
-from .hostpath import epoch, host_views, lib_of, library_stream, one_device
+from .hostpath import Lib, epoch, host_views, lib_of, library_stream, one_device
 from .reduce import DeviceReduce, signature_plan
 
 __all__ = ["sum", "min", "max", "argmin", "argmax"]
@@ -72,6 +72,25 @@ def _torch() -> _Library:
                     lambda x, s: ("torch", x.device.index, s.cuda_stream), dtypes.get)
 
 
+def allocator(lib: Lib, library: _Library, x: Any, dtype) -> Callable[[tuple], Any]:
+    """shape -> a new uninitialized C-contiguous array of tilecore dtype `dtype`
+    of x's library on x's device, by the library's cheapest constructor: CuPy's
+    `cupy.ndarray(shape, dtype)` (what cupy.empty calls: memory from the
+    current device's pool, for the current stream), PyTorch's `torch.empty`
+    with a prebuilt torch.device. (`lib`, `library`: x's accessors and
+    _Library.)"""
+    native = library.native(dtype)
+    if lib.name == "cupy":
+        import cupy
+        ndarray = cupy.ndarray
+        return lambda shape: ndarray(shape, native)
+    if lib.name == "torch":
+        import torch
+        torch_empty, where = torch.empty, torch.device("cuda", lib.device(x))
+        return lambda shape: torch_empty(shape, dtype=native, device=where)
+    return lambda shape: np.empty(shape, native)
+
+
 _libraries: dict[type, _Library] = {}
 
 
@@ -92,27 +111,28 @@ def _library(x: Any) -> _Library:
     return lib
 
 
-_temp: dict[Any, Any] = {}
+# (library, device, raw stream handle) or "numpy" -> (buffer, its bytes, its device pointer or 0)
+_temp: dict[Any, tuple] = {}
 
 
 def _temp_storage(lib: _Library, x: Any, stream: Any, nbytes: int):
     """A cached buffer of at least `nbytes` for (library, device, stream): reused
     by calls in stream order, grown when too small."""
-    return _buffer(lib, lib.key(x, stream), nbytes, x)
+    return temp_entry(lib, lib.key(x, stream), nbytes, x)[0]
 
 
-def _buffer(lib: _Library, key: Any, nbytes: int, x: Any):
-    """The cached buffer under `key` ("numpy", or (library, device, raw stream
-    handle): what _Library.key gives), grown to at least `nbytes`."""
-    buf = _temp.get(key)
-    if buf is None or _nbytes(buf) < nbytes:
-        buf = _temp[key] = lib.empty((builtins.max(nbytes, 256),), D.uint8, x)
-    return buf
-
-
-def _nbytes(buf) -> int:
-    n = getattr(buf, "nbytes", None)
-    return int(n) if n is not None else buf.numel() * buf.element_size()
+def temp_entry(lib: _Library, key: Any, nbytes: int, x: Any) -> tuple:
+    """(buffer, bytes, device pointer: 0 on the host) of the cached buffer
+    under `key` ("numpy", or (library, device, raw stream handle): what
+    _Library.key gives), grown to at least `nbytes` (a cached path reads
+    `_temp` first and calls this when the entry is missing or too small)."""
+    entry = _temp.get(key)
+    if entry is None or entry[1] < nbytes:
+        size = builtins.max(nbytes, 256)
+        buf = lib.empty((size,), D.uint8, x)
+        accessors = lib_of(buf)
+        entry = _temp[key] = (buf, size, 0 if accessors.host else accessors.ptr(buf))
+    return entry
 
 
 def _sum_dtype(dt):
@@ -245,10 +265,10 @@ class _Conv:
     def _views(self, x, stream, grid: int) -> tuple:
         needed, aliases = self.plan.layout(grid)
         key = (self.root, self.device, stream) if stream is not None else self.root
-        buf = _buffer(self.library, key, needed, x)
+        buf, _, ptr = temp_entry(self.library, key, needed, x)
         if self.lib.host:
             return host_views(buf, aliases)
-        return self.plan.device_views(self.lib.ptr(buf), grid, aliases, self.device)
+        return self.plan.device_views(ptr, grid, aliases, self.device)
 
     def _scratch(self, x, stream):
         key = (self.root, self.device, stream, self.scratch_dtype)

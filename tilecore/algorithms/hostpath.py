@@ -20,8 +20,8 @@ call and two or three attribute reads.
 
 What every algorithm's cached path shares: `find` and `remember` (a table of
 signatures keyed by a method tag and the arrays' types and dtypes),
-`Signature` (the per-call checks of the count, the device and the temporary
-storage) and `host_views` / `device_views` (an algorithm's temporaries as
+`Signature` (the per-call checks of the device and the temporary storage)
+and `host_views` / `views_at` / `device_views` (an algorithm's temporaries as
 arrays at their offsets in the caller's buffer).
 
 `epoch()` changes when what plans depend on changes (policy overrides,
@@ -39,16 +39,21 @@ from ..dispatch import overrides
 from ..runtime import DeviceArray
 
 __all__ = ["Lib", "lib_of", "epoch", "one_device", "library_stream", "Signature", "find",
-           "remember", "host_views", "device_views", "NARROW", "SHAPES_KEPT", "VIEWS_KEPT"]
+           "remember", "host_views", "views_at", "device_views", "NARROW", "SHAPES_KEPT",
+           "VIEWS_KEPT"]
 
 
 class Lib(ABC):
     """Accessors for one array type. `vec(a)`: the size of a 1-d array usable
     on this library's side (a PyTorch tensor: on the GPU), else -1.
     `temp(a)`: the bytes of a contiguous writable buffer, else -1. `ptr(a)`:
-    the device pointer. `device(a)`: the device ordinal. `disjoint(a, b)`:
-    whether two 1-d arrays of this library share no byte (whole arrays; False
-    when unsure), what a cached scan checks before writing d_out."""
+    the device pointer. `buffer(a, needed)`: temp and ptr in one call, the
+    pointer of a contiguous writable buffer of at least `needed` bytes (0 for
+    a host one), else -1. `device(a)`: the device ordinal. `apart(a, b, n)`:
+    whether a and b are 1-d arrays of this library, usable on its side, of at
+    least n elements each, that share no byte (whole arrays; False when
+    unsure), what a cached scan checks before writing d_out (one call: the
+    check of every scan call)."""
     host = False
     name = ""
 
@@ -62,10 +67,13 @@ class Lib(ABC):
     def ptr(self, a) -> int: ...
 
     @abstractmethod
+    def buffer(self, a, needed: int) -> int: ...
+
+    @abstractmethod
     def device(self, a) -> int: ...
 
     @abstractmethod
-    def disjoint(self, a, b) -> bool: ...
+    def apart(self, a, b, n: int) -> bool: ...
 
 
 def _apart(p: int, n: int, s: int, i: int, p2: int, n2: int, s2: int, i2: int) -> bool:
@@ -94,11 +102,15 @@ class _Numpy(Lib):
     def ptr(self, a) -> int:
         return a.ctypes.data   # the host address: the interpreter path never passes it on
 
+    def buffer(self, a, needed: int) -> int:
+        return 0 if self.temp(a) >= needed else -1
+
     def device(self, a) -> int:
         return -1
 
-    def disjoint(self, a, b) -> bool:
-        return not np.may_share_memory(a, b)   # bounds only: no address reads in Python
+    def apart(self, a, b, n: int) -> bool:
+        return a.ndim == 1 and b.ndim == 1 and a.size >= n and b.size >= n and \
+            not np.may_share_memory(a, b)   # bounds only: no address reads in Python
 
 
 class _Cupy(Lib):
@@ -113,12 +125,18 @@ class _Cupy(Lib):
     def ptr(self, a) -> int:
         return a.data.ptr
 
+    def buffer(self, a, needed: int) -> int:
+        return a.data.ptr if a.flags.c_contiguous and a.nbytes >= needed else -1
+
     def device(self, a) -> int:
         return a.device.id
 
-    def disjoint(self, a, b) -> bool:
-        return _apart(a.data.ptr, a.size, a.strides[0], a.itemsize,
-                      b.data.ptr, b.size, b.strides[0], b.itemsize)
+    def apart(self, a, b, n: int) -> bool:
+        size, size2 = a.size, b.size
+        if size < n or size2 < n or a.ndim != 1 or b.ndim != 1:
+            return False
+        return _apart(a.data.ptr, size, a.strides[0], a.itemsize,
+                      b.data.ptr, size2, b.strides[0], b.itemsize)
 
 
 class _Torch(Lib):
@@ -133,13 +151,21 @@ class _Torch(Lib):
     def ptr(self, a) -> int:
         return a.data_ptr()
 
+    def buffer(self, a, needed: int) -> int:
+        return a.data_ptr() if a.is_cuda and a.is_contiguous() and a.nbytes >= needed else -1
+
     def device(self, a) -> int:
         return a.get_device()
 
-    def disjoint(self, a, b) -> bool:
+    def apart(self, a, b, n: int) -> bool:
+        if a.ndim != 1 or b.ndim != 1 or not a.is_cuda or not b.is_cuda:
+            return False
+        size, size2 = a.numel(), b.numel()
+        if size < n or size2 < n:
+            return False
         i, j = a.element_size(), b.element_size()
-        return _apart(a.data_ptr(), a.numel(), a.stride(0) * i, i,
-                      b.data_ptr(), b.numel(), b.stride(0) * j, j)
+        return _apart(a.data_ptr(), size, a.stride(0) * i, i,
+                      b.data_ptr(), size2, b.stride(0) * j, j)
 
 
 class _Described(Lib):
@@ -158,10 +184,15 @@ class _Described(Lib):
     def ptr(self, a) -> int:
         return a.ptr
 
+    def buffer(self, a, needed: int) -> int:
+        return a.ptr if self.temp(a) >= needed else -1
+
     def device(self, a) -> int:
         return a.device_id
 
-    def disjoint(self, a, b) -> bool:
+    def apart(self, a, b, n: int) -> bool:
+        if len(a.shape) != 1 or len(b.shape) != 1 or a.shape[0] < n or b.shape[0] < n:
+            return False
         i, j = a.dtype.itemsize, b.dtype.itemsize
         return _apart(a.ptr, a.shape[0], a.strides[0] * i, i,
                       b.ptr, b.shape[0], b.strides[0] * j, j)
@@ -192,18 +223,22 @@ def lib_of(obj: Any) -> Optional[Lib]:
 
 _ENV = getattr(os.environ, "_data", None)
 _KEYS = ("TILECORE_TUNING_DIR", "TILECORE_ARCH")  # ARCH: the interpreter's stand-in target
-_ENCODED = tuple(map(os.environ.encodekey, _KEYS)) if _ENV is not None else ()
 _generation = overrides._generation  # a one-element list, changed by override_policy
 
+if _ENV is not None:
+    _get = _ENV.get
+    _TUNING_DIR, _ARCH = map(os.environ.encodekey, _KEYS)
 
-def epoch() -> tuple:
-    """A value that changes when plans must be rebuilt: the policy overrides'
-    generation and the raw TILECORE_TUNING_DIR and TILECORE_ARCH (read from
-    os.environ's own dict: 0.05 us each, where os.environ.get decodes)."""
-    if _ENV is None:  # os.environ replaced by a plain mapping
+    def epoch() -> tuple:
+        """A value that changes when plans must be rebuilt: the policy overrides'
+        generation and the raw TILECORE_TUNING_DIR and TILECORE_ARCH (read from
+        os.environ's own dict, whose `get` and the encoded keys are bound once:
+        every cached call checks this, and os.environ.get decodes)."""
+        return _generation[0], _get(_TUNING_DIR), _get(_ARCH)
+else:  # os.environ replaced by a plain mapping
+    def epoch() -> tuple:
+        """The value of the definition above, read through os.environ."""
         return (_generation[0], *map(os.environ.get, _KEYS))
-    get = _ENV.get
-    return _generation[0], get(_ENCODED[0]), get(_ENCODED[1])
 
 
 _one_device: list = []
@@ -260,12 +295,13 @@ def remember(table: dict, key: Optional[tuple], objs: tuple, make) -> None:
 
 class Signature:
     """What a cached call signature proved once (see the module docstring),
-    and the checks every call of it still makes: `usable(n)` (an int count
-    under 2**31, the epoch unchanged), `on_device(objs)` (objs on the
-    signature's GPU; always true in a one-GPU process) and `temp_ok(temp,
-    needed)` (a buffer of this side, contiguous, writable, of at least
-    `needed` bytes, on the device). A failed check sends the call down the
-    general path."""
+    and the checks every call of it still makes (besides an int count under
+    NARROW and the epoch unchanged, which the callers check inline):
+    `on_device(objs)` (objs on the signature's GPU; always true in a one-GPU
+    process) and `temp_ok(temp, needed)` (a buffer of this side, contiguous,
+    writable, of at least `needed` bytes, on the device) or `temp_at(temp,
+    needed)` (the same check, giving the buffer's pointer). A failed check
+    sends the call down the general path."""
 
     __slots__ = ("libs", "host", "device", "epoch")
 
@@ -275,9 +311,6 @@ class Signature:
         # device arrays of a one-GPU process need no device checks (-2: none made)
         self.device = -1 if self.host else (-2 if one_device() else device_id)
         self.epoch = epoch()
-
-    def usable(self, n: Any) -> bool:
-        return type(n) is int and 0 <= n < NARROW and self.epoch == epoch()
 
     def on_device(self, objs: tuple) -> bool:
         device = self.device
@@ -291,6 +324,15 @@ class Signature:
             return None
         return tl
 
+    def temp_at(self, temp: Any, needed: int) -> int:
+        """temp's device pointer (0 for a host buffer) when it passes temp_ok's
+        checks, else -1."""
+        tl = _libs.get(type(temp)) or lib_of(temp)
+        if tl is None or tl.host is not self.host or \
+                self.device >= 0 and tl.device(temp) != self.device:
+            return -1
+        return tl.buffer(temp, needed)
+
 
 def host_views(temp: np.ndarray, aliases: tuple) -> tuple:
     """NumPy views of a host buffer (any dtype, C-contiguous) at the aliases'
@@ -303,16 +345,20 @@ def host_views(temp: np.ndarray, aliases: tuple) -> tuple:
 VIEWS_KEPT = 64
 
 
-def device_views(cache: dict, key: tuple, ptr: int, aliases: tuple, device: int) -> tuple:
+def views_at(ptr: int, aliases: tuple, device: int) -> tuple:
     """DeviceArrays at the aliases' (byte offset, dtype, count) in the device
-    buffer at `ptr`, kept in `cache` under `key` (which names ptr and the
-    aliases), so that a repeated call makes no object."""
+    buffer at `ptr`."""
+    return tuple(DeviceArray(ptr + off, (count,), (1,), dt, device) for off, dt, count in aliases)
+
+
+def device_views(cache: dict, key: tuple, ptr: int, aliases: tuple, device: int) -> tuple:
+    """views_at(ptr, aliases, device), kept in `cache` under `key` (which
+    names ptr and the aliases), so that a repeated call makes no object."""
     views = cache.get(key)
     if views is None:
         if len(cache) >= VIEWS_KEPT:
             cache.clear()
-        views = cache[key] = tuple(DeviceArray(ptr + off, (count,), (1,), dt, device)
-                                   for off, dt, count in aliases)
+        views = cache[key] = views_at(ptr, aliases, device)
     return views
 
 

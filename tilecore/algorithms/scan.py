@@ -45,8 +45,8 @@ from ..tunings import lookup as tuning_lookup
 from . import scan_kernels as K
 from .shared import check_dtype, kernel_for, target_of, temp_buffer
 from .arrays import Arg, byte_span, check_1d, check_num_items, describe
-from .hostpath import (NARROW, SHAPES_KEPT, Signature, device_views, epoch, find, host_views,
-                       remember)
+from .hostpath import (NARROW, SHAPES_KEPT, VIEWS_KEPT, Signature, epoch, find, host_views,
+                       remember, views_at)
 from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, same_function,
                         scalar_dtype, sum_accumulator)
 
@@ -335,7 +335,7 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any
     items = fits[0] if len(fits) == 1 else _fit(plan, fits, buf, n, x, keys, y, init, has_init,
                                                  in_place)
     run = plan.launches(n, items, has_init, in_place)
-    run.go(stream if not host else None, run.buffer_views(buf), x, keys, y, init)
+    run.go(stream if not host else None, run.buffer_bound(buf), x, keys, y, init)
     return needed
 
 
@@ -356,33 +356,34 @@ def _fit(plan: _Plan, fits: tuple[int, ...], buf: Any, n: int, x: Any, keys: Any
         for items in fits:
             run = plan.launches(n, items, has_init, in_place)
             step = run.steps[-1]                    # the single-pass kernel (modes 0, 2, 3)
-            args = step.args(run.values(run.buffer_views(buf), x, keys, y, init))
+            args = run.args(-1, run.buffer_bound(buf), x, keys, y, init)
             if ct.compile(step.kernel, args, arch=arch).stack_bytes == 0:
                 break
         plan.fitted[key] = items
     return items
 
 
-# what each kernel takes first, picked from a call's values (src, keys, y, n, init, counter,
-# status, vals); its trailing arguments are fixed per shape (_Step.tail)
-_ALL = itemgetter(0, 1, 2, 3, 4, 5, 6, 7)           # the single-pass kernels
-_STATUS = itemgetter(5, 6)                          # scan_init: counter, status
-_PARTIALS = itemgetter(0, 1, 2, 3, 6, 7)            # scan_partials: no init, no counter
-_DOWNSWEEP = itemgetter(0, 1, 2, 3, 4, 6, 7)        # scan_downsweep: no counter
+# Each kernel's arguments: the first `head` of a call's values (src, keys, y, n, init), then
+# its views of the temporary storage (picked from status, vals, counter, stand-in, no keys),
+# then its trailing arguments, fixed per shape (_Step.tail)
+_VALUES = 5                                       # every value
+_ALL = (_VALUES, itemgetter(2, 0, 1))             # the single-pass kernels: counter, status, vals
+_STATUS = (0, itemgetter(2, 0))                   # scan_init: counter, status
+_PARTIALS = (4, itemgetter(0, 1))                 # scan_partials: no init, no counter
+_DOWNSWEEP = (_VALUES, itemgetter(0, 1))          # scan_downsweep: no counter
 
 
 class _Step:
-    """One launch of a scan: grid, kernel, its arguments (`args(values)`) and
-    the kernel's fast launcher for them, once a launch has made one."""
+    """One launch of a scan: grid, kernel, how its arguments are formed
+    (`head`, `pick`: see _ALL) and the kernel's fast launcher for them, once a
+    launch has made one."""
 
-    __slots__ = ("grid", "kernel", "pick", "tail", "fast")
+    __slots__ = ("grid", "kernel", "head", "pick", "tail", "fast")
 
-    def __init__(self, grid: tuple, kernel: Any, pick: Callable, tail: tuple) -> None:
-        self.grid, self.kernel, self.pick, self.tail = grid, kernel, pick, tail
+    def __init__(self, grid: tuple, kernel: Any, form: tuple, tail: tuple) -> None:
+        self.grid, self.kernel, self.tail = grid, kernel, tail
+        self.head, self.pick = form
         self.fast: Optional[Callable] = None
-
-    def args(self, values: tuple) -> tuple:
-        return self.pick(values) + self.tail
 
 
 class _Launches:
@@ -390,48 +391,71 @@ class _Launches:
     aliases (byte offset, dtype, count) of status, vals, counter, the in-place
     stand-in for d_in and an empty array at the stand-in (the keys of a scan
     without keys: unread, and disjoint from every argument, so the fast
-    launcher's overlap check passes for new arrays), and the steps. Views of a
-    caller's buffer are kept: per device pointer, and the last host buffer."""
+    launcher's overlap check passes for new arrays), and the steps.
 
-    __slots__ = ("n", "in_place", "by_key", "aliases", "steps", "views", "host_temp",
-                 "host_views")
+    A buffer's views are *bound* once (`bind`): (the stand-in, the empty keys,
+    per step the arguments after the call's values), so that a call builds
+    one tuple of its values and one argument tuple a launch. Bindings are
+    kept: per device pointer (`bound`) and for the last host buffer."""
+
+    __slots__ = ("n", "in_place", "by_key", "aliases", "steps", "bound", "host_temp",
+                 "host_bound")
 
     def __init__(self, n: int, in_place: bool, by_key: bool, aliases: tuple,
                  steps: tuple) -> None:
         self.n, self.in_place, self.by_key, self.aliases, self.steps = \
             n, in_place, by_key, aliases, steps
-        self.views: dict = {}
+        self.bound: dict = {}
         self.host_temp: Any = None
-        self.host_views: tuple = ()
+        self.host_bound: tuple = ()
 
-    def host_views_of(self, temp: Any) -> tuple:
-        """The views of host buffer `temp` (kept for the last one: it stays
+    def bind(self, views: tuple) -> tuple:
+        """(stand-in, empty keys, per step (the step, its arguments after the
+        call's values)) for the views (status, vals, counter, stand-in, no
+        keys)."""
+        return views[3], views[4], tuple((step, step.pick(views) + step.tail)
+                                         for step in self.steps)
+
+    def host_bound_of(self, temp: Any) -> tuple:
+        """The binding of host buffer `temp` (kept for the last one: it stays
         alive, so an identical object is the same buffer)."""
         if temp is not self.host_temp:
-            self.host_views = host_views(temp, self.aliases)
+            self.host_bound = self.bind(host_views(temp, self.aliases))
             self.host_temp = temp
-        return self.host_views
+        return self.host_bound
 
-    def device_views_of(self, ptr: int, device: int) -> tuple:
-        """The views of the buffer at `ptr` on `device` (the plan's: kept by
-        pointer, `views`)."""
-        return device_views(self.views, ptr, ptr, self.aliases, device)
+    def bound_at(self, ptr: int, device: int) -> tuple:
+        """The binding of the device buffer at `ptr` (kept by pointer: a cached
+        call looks it up in `bound` first)."""
+        got = self.bound.get(ptr)
+        if got is None:
+            if len(self.bound) >= VIEWS_KEPT:
+                self.bound.clear()
+            got = self.bound[ptr] = self.bind(views_at(ptr, self.aliases, device))
+        return got
 
-    def buffer_views(self, buf: Any) -> tuple:
-        """The views of a dispatch.buffers.ByteBuffer (the general path)."""
+    def buffer_bound(self, buf: Any) -> tuple:
+        """The binding of a dispatch.buffers.ByteBuffer (the general path)."""
         if buf.host is not None:
-            return host_views(buf.host, self.aliases)
-        return self.device_views_of(buf.ptr, buf.device_id)
+            return self.bind(host_views(buf.host, self.aliases))
+        return self.bound_at(buf.ptr, buf.device_id)
 
-    def values(self, views: tuple, x: Any, keys: Any, y: Any, init: Any) -> tuple:
-        status, vals, counter, stand_in, no_keys = views
-        return (stand_in if self.in_place else x, keys if self.by_key else no_keys, y, self.n,
-                init, counter, status, vals)
+    def args(self, i: int, bound: tuple, x: Any, keys: Any, y: Any, init: Any) -> tuple:
+        """The arguments of step i for a call's arrays and init into the buffer
+        `bound` was bound to (what `go` forms inline)."""
+        values = (bound[0] if self.in_place else x, keys if self.by_key else bound[1], y,
+                  self.n, init)
+        step, rest = bound[2][i]
+        return values[:step.head] + rest
 
-    def go(self, stream: Any, views: tuple, x: Any, keys: Any, y: Any, init: Any) -> None:
-        values = self.values(views, x, keys, y, init)
-        for step in self.steps:
-            args = step.pick(values) + step.tail
+    def go(self, stream: Any, bound: tuple, x: Any, keys: Any, y: Any, init: Any) -> None:
+        """Launch the steps for a call's arrays and init into the buffer `bound`
+        was bound to."""
+        values = (bound[0] if self.in_place else x, keys if self.by_key else bound[1], y,
+                  self.n, init)
+        for step, rest in bound[2]:
+            head = step.head
+            args = values + rest if head == _VALUES else values[:head] + rest
             fast = step.fast
             if fast is None or not fast(stream, step.grid, args):
                 ct.launch(stream, step.grid, step.kernel, args)  # (tests replace ct.launch)
@@ -481,16 +505,24 @@ class _Sig(Signature):
     """A DeviceScan call signature's cached host work (hostpath.Signature): the
     plan, whether the method has an init and, for the sums, its launch value
     (else each call's init is checked and converted as the general path
-    does). `call` re-checks what may differ between calls of the signature and
-    returns 0 when anything is unusual (the caller then takes the general
-    path); `run` is the rest, for callers that made d_out themselves."""
+    does), d_out's overlap checks (`apart`: d_out's library's, None when d_in
+    or the keys are of another library: then only in place is cached) and per
+    count the bytes needed and the launches. `call` re-checks what may differ
+    between calls of the signature and returns 0 when anything is unusual (the
+    caller then takes the general path); `shape` is its count's part, for
+    callers that made d_out themselves (cumsum)."""
 
-    __slots__ = ("plan", "has_init", "init", "shapes", "last_init", "last_value")
+    __slots__ = ("plan", "has_init", "init", "shapes", "last_init", "last_value", "apart",
+                 "keys_apart")
 
     def __init__(self, plan: _Plan, libs: tuple, has_init: bool, init: Any) -> None:
         super().__init__(libs, plan.target.device_id)
         self.plan, self.has_init, self.init = plan, has_init, init
-        self.shapes: dict = {}   # (n, in_place) -> (bytes, _Launches or None for n = 0)
+        ly = libs[1]
+        self.apart = ly.apart if libs[0] is ly else None
+        self.keys_apart = ly.apart if len(libs) > 2 and libs[2] is ly else None
+        # n -> (bytes, _Launches or None for n = 0); in place under ~n (an int key: no tuple)
+        self.shapes: dict = {}
         # the last run-time init (a scalar: immutable, so the same object is the same value)
         # and its launch value
         self.last_init: Any = _NO_INIT
@@ -499,16 +531,18 @@ class _Sig(Signature):
     def call(self, temp: Any, keys: Any, x: Any, y: Any, n: Any, stream: Any, init: Any) -> int:
         if type(n) is not int or not 0 <= n < NARROW or self.epoch != epoch():
             return 0
-        libs = self.libs
-        lx, ly = libs[0], libs[1]
-        if lx.vec(x) < n or ly.vec(y) < n:
-            return 0
-        in_place = y is x
-        if not in_place and (lx is not ly or not lx.disjoint(x, y)):
-            return 0            # (the general path decides: in place by views, or overlap)
+        if y is x:                              # in place
+            if self.libs[0].vec(x) < n:
+                return 0
+            shape = self.shapes.get(~n)
+        else:                                   # (overlap, views of one array: the general path)
+            apart = self.apart
+            if apart is None or not apart(x, y, n):
+                return 0
+            shape = self.shapes.get(n)
         if keys is not None:
-            lk = libs[2]
-            if lk.vec(keys) < n or lk is not ly or not ly.disjoint(keys, y):
+            apart = self.keys_apart
+            if apart is None or not apart(keys, y, n):
                 return 0
         if self.device >= 0 and not self.on_device((x, y) if keys is None else (x, y, keys)):
             return 0
@@ -524,35 +558,28 @@ class _Sig(Signature):
             if not isinstance(init, np.ndarray):    # (a 1-element array may change)
                 self.last_init, self.last_value = init, value
             init = value
-        return self.run(temp, keys, x, y, n, stream, init, in_place)
-
-    def run(self, temp: Any, keys: Any, x: Any, y: Any, n: int, stream: Any, init: Any,
-            in_place: bool = False) -> int:
-        """After the arrays' checks: the bytes needed (temp None), or the
-        launches into `temp` once it passes its checks; 0: the general path."""
-        shape = self.shapes.get((n, in_place))
         if shape is None:
-            shape = self._shape(n, in_place)
+            shape = self.shape(n, y is x)
             if shape is None:
                 return 0
         needed, run = shape
         if temp is None:
             return needed
-        tl = self.temp_ok(temp, needed)
-        if tl is None:
+        ptr = self.temp_at(temp, needed)
+        if ptr < 0:
             return 0
         if run is not None:
             if self.host:
-                run.go(None, run.host_views_of(temp), x, keys, y, init)
+                run.go(None, run.host_bound_of(temp), x, keys, y, init)
             else:
-                ptr = tl.ptr(temp)
-                views = run.views.get(ptr)
-                if views is None:
-                    views = run.device_views_of(ptr, self.plan.target.device_id)
-                run.go(stream, views, x, keys, y, init)
+                run.go(stream, run.bound.get(ptr) or run.bound_at(ptr, self.plan.target.device_id),
+                       x, keys, y, init)
         return needed
 
-    def _shape(self, n: int, in_place: bool) -> Optional[tuple[int, Optional[_Launches]]]:
+    def shape(self, n: int, in_place: bool) -> Optional[tuple[int, Optional[_Launches]]]:
+        """(bytes needed, the launches: None for n = 0) of n items, made once
+        and kept in `shapes`; None when a user operator is not fitted yet at
+        this size (the general path fits it: see _fit)."""
         plan = self.plan
         fits = plan.fits(self.host)
         needed = plan.layout(n, fits[-1])[1]["bytes"]
@@ -560,12 +587,12 @@ class _Sig(Signature):
         if n:
             items = fits[0] if len(fits) == 1 else \
                 plan.fitted.get((plan.policy.threads_for(n), False, in_place))
-            if items is None:   # a user operator not fitted yet at this size: _fit first
+            if items is None:
                 return None
             run = plan.launches(n, items, self.has_init, in_place)
         if len(self.shapes) >= SHAPES_KEPT:
             self.shapes.clear()
-        got = self.shapes[(n, in_place)] = (needed, run)
+        got = self.shapes[~n if in_place else n] = (needed, run)
         return got
 
 
@@ -580,9 +607,17 @@ def _cached(tag: int, temp_storage, d_keys, d_in, d_out, num_items, stream, extr
             init: Any = None) -> tuple[int, Optional[tuple]]:
     """(bytes, key): the cached signature's result for this call (bytes > 0), or
     0 and the key under which the general path will cache it (None when the
-    arguments cannot key a signature: not arrays, an unhashable operator)."""
-    sig, key = find(_sigs, tag, (d_in, d_out) if d_keys is None else (d_in, d_out, d_keys),
-                    extra)
+    arguments cannot key a signature: not arrays, an unhashable operator).
+    The key is hostpath.find's, built inline (every call builds it)."""
+    try:
+        key = (tag, type(d_in), d_in.dtype, type(d_out), d_out.dtype)
+        if d_keys is not None:
+            key += (type(d_keys), d_keys.dtype)
+        if extra:
+            key += extra
+        sig = _sigs.get(key)
+    except (AttributeError, TypeError):
+        return 0, None
     if sig is None:
         return 0, key
     return sig.call(temp_storage, d_keys, d_in, d_out, num_items, stream, init), key
@@ -704,7 +739,8 @@ def running_sum(temp_storage, d_in, d_out, num_items, stream, exclusive: bool) -
 
 def running_sum_signature(d_in, d_out, exclusive: bool) -> Optional[_Sig]:
     """The cached signature of running_sum for arrays like these, or None (the
-    convenience layer's cached path runs on it: `_Sig.run`)."""
+    convenience layer's cached path runs on it: `_Sig.shape` and the launches'
+    `go`)."""
     return find(_sigs, _RUNNING_SUM_EXCLUSIVE if exclusive else _RUNNING_SUM, (d_in, d_out))[0]
 
 

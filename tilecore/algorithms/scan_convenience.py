@@ -8,14 +8,14 @@ unsigned) and accumulate in it, floats keep their dtype.
 A repeated call with the same array type and dtype takes a cached path
 (`_Cumsum`, on DeviceScan's cached signature): no size query through the
 general path, no argument ingestion; the result's allocation, the current
-stream and the scan's launches."""
+stream, a look-up of the temporary buffer and the scan's launches."""
 from __future__ import annotations
 
 from typing import Any, Optional
 
 from . import convenience as _c
 from .arrays import describe
-from .hostpath import Lib, lib_of, library_stream, one_device
+from .hostpath import NARROW, Lib, epoch, lib_of, library_stream, one_device
 from .scan import running_sum, running_sum_signature
 
 __all__ = ["cumsum"]
@@ -24,13 +24,17 @@ __all__ = ["cumsum"]
 class _Cumsum:
     """The cached path of one (exclusive, array type, dtype): `call(x)` gives
     the result, or None to take the general path. The result is made here (so
-    it has x's size and shares no memory with it): of the signature's checks
-    only the count's, the epoch's and the buffer's remain (`_Sig.run`)."""
+    it has x's size and shares no memory with it) by the library's cheapest
+    allocator (convenience.allocator), and so is the temporary buffer (the
+    convenience layer's, per library, device and current stream): of the
+    signature's checks only the count's and the epoch's remain, and the
+    launches run on its shape for the count (`_Sig.shape`)."""
 
-    __slots__ = ("sig", "vec", "library", "dtype", "stream", "root", "device")
+    __slots__ = ("sig", "vec", "library", "empty", "stream", "root", "device")
 
     def __init__(self, sig: Any, lib: Lib, library: Any, x: Any, dtype: Any) -> None:
-        self.sig, self.vec, self.library, self.dtype = sig, lib.vec, library, dtype
+        self.sig, self.vec, self.library = sig, lib.vec, library
+        self.empty = _c.allocator(lib, library, x, dtype)
         self.stream = library_stream(lib)
         self.root = lib.name
         self.device = -1 if lib.host else lib.device(x)
@@ -39,19 +43,27 @@ class _Cumsum:
         flat = x if x.ndim == 1 else x.reshape(-1)
         n = self.vec(flat)
         sig = self.sig
-        if not sig.usable(n):
+        if not 0 <= n < NARROW or sig.epoch != epoch():
             return None
-        library = self.library
-        out = library.empty((n,), self.dtype, x)
+        shape = sig.shapes.get(n) or sig.shape(n, False)
+        if shape is None:
+            return None
+        needed, run = shape
+        out = self.empty((n,))
+        if run is None:
+            return out
         if self.stream is None:
-            stream, key = None, self.root
-        else:
-            stream = self.stream(x)
-            key = (self.root, self.device, stream)
-        needed = sig.run(None, None, flat, out, n, stream, sig.init)
-        if not needed or not sig.run(_c._buffer(library, key, needed, x), None, flat, out, n,
-                                     stream, sig.init):
-            return None
+            buf = _c.temp_entry(self.library, self.root, needed, x)[0]
+            run.go(None, run.host_bound_of(buf), flat, None, out, sig.init)
+            return out
+        stream = self.stream(x)
+        key = (self.root, self.device, stream)
+        entry = _c._temp.get(key)
+        if entry is None or entry[1] < needed:
+            entry = _c.temp_entry(self.library, key, needed, x)
+        ptr = entry[2]
+        run.go(stream, run.bound.get(ptr) or run.bound_at(ptr, self.device), flat, None, out,
+               sig.init)
         return out
 
 
