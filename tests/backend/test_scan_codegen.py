@@ -210,13 +210,16 @@ int run() {
 // tc::tile_fold: each segment's total, against the sequential fold.
 template <int NT, int N, int V, int L>
 int run_fold() {
-  constexpr int P = N / NT;
+  constexpr int P = N / NT > 1 ? N / NT : 1;
   const std::vector<A> x = digits(N);
   std::vector<A> out(N / L, A{0, 0});
   std::vector<int> puts(N / L, 0);
   block(NT, [&](int t) {
     A y[P];
-    for (int k = 0; k < P; ++k) y[k] = x[((k / V) * NT + t) * V + k % V];
+    for (int k = 0; k < P; ++k) {
+      const int e = ((k / V) * NT + t) * V + k % V;
+      y[k] = e < N ? x[e] : A{999, 7};  // threads past a small tile hold garbage
+    }
     for (int again = 0; again < 2; ++again) {  // twice: the shared totals are reused
       tc::tile_fold<NT, N, V, L>(y, cat, [&](int s, const A& v) {
         out[s] = v;
@@ -265,6 +268,11 @@ int main() {
   fails += run_fold<256, 8192, 8, 4096>();  // 4 rounds, 2 per segment
   fails += run_fold<1024, 8192, 8, 2048>();
   fails += run_fold<64, 64, 1, 2>();        // pairs of lanes
+  fails += run_fold<32, 8, 1, 8>();         // fewer elements than threads: part of a warp
+  fails += run_fold<512, 32, 1, 32>();      // a window of status words: one warp busy
+  fails += run_fold<1024, 16, 1, 16>();
+  fails += run_fold<512, 256, 1, 256>();    // a group's words: 8 warps busy
+  fails += run_fold<128, 64, 1, 64>();      // 2 warps, 2 idle
   printf("%d failures\n", fails);
   return fails != 0;
 }

@@ -191,15 +191,20 @@ def _fold(ctx: Ctx, op: Op) -> None:
 
 def _folds_directly(ctx: Ctx, op: Op) -> bool:
     """Whether tc::tile_fold can fold `op` (no scan first): along the last axis,
-    in segments of whole chunks, with every thread holding whole chunks. Folds
-    of three or more tiles keep the scan: in DeviceScan's by-key float kernel
+    in segments of whole chunks, with every thread holding whole chunks, or a
+    whole tile of fewer elements than threads (a power of two of them). Large
+    folds of three or more tiles keep the scan: in DeviceScan's by-key float kernel
     (a (flag, head, value) fold), tile_fold made NVRTC 13.0 spill 24 bytes for
     sm_80 where the scan did not (13.5 spills in neither)."""
     x0 = op.operands[0]
     shape, axis = x0.type.shape, op.attrs["axis"]
     lay = ctx.layout(x0.type)
-    return (len(op.operands) <= 2 and math.prod(shape[axis + 1:]) == 1
-            and shape[axis] > lay.vec and x0.type.size >= ctx.threads * lay.vec)
+    if math.prod(shape[axis + 1:]) != 1:
+        return False
+    size = x0.type.size
+    if size < ctx.threads * lay.vec:   # tile_fold_small: the whole tile, one item a thread
+        return lay.vec == 1 and shape[axis] == size and size > 1 and size & (size - 1) == 0
+    return len(op.operands) <= 2 and shape[axis] > lay.vec
 
 
 RULES = {"scan": _scan, "fold": _fold}

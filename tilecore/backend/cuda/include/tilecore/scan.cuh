@@ -150,7 +150,7 @@ __device__ __forceinline__ void tile_scan(A* y, F f) {
 //   3. segments wider than a warp's round: the warps' totals go through shared memory
 //      (one barrier) and a thread per segment folds them in order.
 template <int NT, int N, int V, int L, class A, class F, class Put>
-__device__ __forceinline__ void tile_fold(const A* y, F f, Put put) {
+__device__ __forceinline__ void tile_fold_chunks(const A* y, F f, Put put) {
   constexpr int P = N / NT, R = P / V;
   static_assert(L > V && N >= NT * V && P % V == 0 && NT % 32 == 0, "fold layout");
   constexpr int G = L / V < NT ? L / V : NT;  // threads of a segment in one round
@@ -201,6 +201,50 @@ __device__ __forceinline__ void tile_fold(const A* y, F f, Put put) {
       }
       put(s, t);
     }
+  }
+}
+
+// A tile of fewer elements than threads (threads 0..N-1 hold one each, N a power
+// of two, folded whole): one shuffle tree per warp, then the warps' totals in order
+// through shared memory. The look-back's small folds (a window of status words, a
+// group's words) take this instead of a tile_scan and its broadcast.
+template <int NT, int N, class A, class F, class Put>
+__device__ __forceinline__ void tile_fold_small(const A* y, F f, Put put) {
+  static_assert(N < NT && (N & (N - 1)) == 0 && NT % 32 == 0, "small fold layout");
+  constexpr int W = N < 32 ? N : 32;
+  const int lane = (int)threadIdx.x & 31;
+  A c = y[0];  // threads past the tile hold garbage, which no put sees
+#pragma unroll
+  for (int d = 1; d < W; d <<= 1) {
+    const A o = shfl_any<1>(c, d);
+    if ((lane & (2 * d - 1)) == 0) c = f(c, o);
+  }
+  if constexpr (N <= 32) {
+    if (threadIdx.x == 0) put(0, c);
+  } else {
+    constexpr int NW = N / 32;
+    __shared__ __align__(16) unsigned char raw[NW * sizeof(A)];
+    A* part = reinterpret_cast<A*>(raw);
+    if (lane == 0 && (int)threadIdx.x < N) part[threadIdx.x >> 5] = c;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      A t = part[0];
+#pragma unroll
+      for (int w = 1; w < NW; ++w) t = f(t, part[w]);
+      put(0, t);
+    }
+  }
+}
+
+// tile_fold_chunks, or tile_fold_small for a tile of fewer elements than threads
+// (V == 1, L == N).
+template <int NT, int N, int V, int L, class A, class F, class Put>
+__device__ __forceinline__ void tile_fold(const A* y, F f, Put put) {
+  if constexpr (N < NT * V) {
+    static_assert(V == 1 && L == N, "a small fold is of the whole tile, one element a thread");
+    tile_fold_small<NT, N>(y, f, put);
+  } else {
+    tile_fold_chunks<NT, N, V, L>(y, f, put);
   }
 }
 
