@@ -13,6 +13,7 @@ import pytest
 
 from tilecore.host.fastpath import make_fast_launch
 from tilecore.language import dtypes as D
+from tilecore.testing.fake_driver import build_fake_libcuda
 
 
 class FakeTensor:
@@ -616,26 +617,10 @@ def test_a_new_nan_scalar_each_call_launches_fast(native):
 # -- the parameter bytes, through the real launchers and a stand-in driver library ------------------
 
 FAKE_LIBCUDA = r"""
-#include <string.h>
-typedef unsigned long long u64;
 int launches = 0, param_bytes = 0;
 unsigned char params[64];  /* the last launch's parameter block */
-int cuInit(unsigned f) { return 0; }
-int cuDeviceGetCount(int *n) { *n = 1; return 0; }
-int cuDeviceGet(int *d, int i) { *d = 0; return 0; }
-int cuDeviceGetAttribute(int *v, int attr, int d) {
-    *v = attr == 75 ? 9 : attr == 76 ? 0 : attr == 16 ? 132 : attr == 97 ? 232448 : 1;
-    return 0;
-}
-int cuDeviceGetName(char *s, int n, int d) { strncpy(s, "FakeGPU", n); return 0; }
-int cuDevicePrimaryCtxRetain(void **c, int d) { *c = (void *)0xC0; return 0; }
 int cuCtxGetCurrent(void **c) { *c = (void *)0xC0; return 0; }
 int cuCtxSetCurrent(void *c) { return 0; }
-int cuCtxGetDevice(int *d) { *d = 0; return 0; }
-int cuPointerGetAttribute(void *out, int attr, u64 p) { *(int *)out = 0; return 0; }
-int cuModuleLoadData(void **m, const void *image) { *m = (void *)0x30D; return 0; }
-int cuModuleGetFunction(void **f, void *m, const char *name) { *f = (void *)0xF00; return 0; }
-int cuFuncSetAttribute(void *f, int a, int v) { return 0; }
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                    unsigned bz, unsigned smem, void *stream, void **p, void **extra) {
     memcpy(params, p[0], param_bytes);  /* one parameter: the block starts at it */
@@ -643,7 +628,6 @@ int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
     return 0;
 }
 int cuLaunchKernelEx() { return 1; }
-int cuGetErrorString(int e, const char **s) { *s = "fake"; return 0; }
 int cuMemHostAlloc(void **p, size_t n, unsigned f) { static u64 m[64]; *p = m; return 0; }
 int cuMemHostGetDevicePointer_v2(u64 *d, void *p, unsigned f) { *d = (u64)p; return 0; }
 int cuMemAlloc_v2(u64 *d, size_t n) { static u64 m[64]; *d = (u64)m; return 0; }
@@ -661,6 +645,7 @@ rt.LIBCUDA = sys.argv[1]                        # before the driver is first loa
 from tilecore.host.fastpath import make_fast_launch
 from tilecore.host.gpu import _scalar_dtype
 from tilecore.language import dtypes as D
+from tilecore.testing.fake_driver import build_fake_libcuda
 from tilecore.runtime.device import get_device
 from tilecore.runtime.launch import LoadedKernel
 from tilecore.runtime.params import struct_code
@@ -711,9 +696,7 @@ def test_scalars_are_packed_as_the_general_path_packs_them(tmp_path):
     from tilecore.runtime.driver import native_module
     if native_module() is None:
         pytest.skip("the _cudriver extension was not built (or TILECORE_NATIVE=0)")
-    src, lib = tmp_path / "fake_libcuda.c", tmp_path / "libcuda_fake.so"
-    src.write_text(FAKE_LIBCUDA)
-    subprocess.run(["cc", "-shared", "-fPIC", "-w", "-o", str(lib), str(src)], check=True)
+    lib = build_fake_libcuda(tmp_path, FAKE_LIBCUDA)
     done = subprocess.run([sys.executable, "-c", PACK_SCRIPT, str(lib),
                            "[" + ", ".join(PACKED) + "]"],
                           capture_output=True, text=True, timeout=120)

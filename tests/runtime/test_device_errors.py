@@ -26,6 +26,7 @@ from tilecore.runtime import launch as launch_mod
 from tilecore.runtime.bindings_driver import BindingsDriver
 from tilecore.runtime.driver import PENDING_DEVICE_ERROR, native_module
 from tilecore.runtime.launch import LoadedKernel
+from tilecore.testing.fake_driver import build_fake_libcuda
 
 OK = real.CUresult.CUDA_SUCCESS
 CTX, MODULE = 0xC0, 0x30D
@@ -310,32 +311,14 @@ def test_the_c_extension_agrees_on_the_pending_code():
 # ---- the C extension against a stand-in driver library ---------------------------------
 
 FAKE_LIBCUDA = r"""
-#include <stdlib.h>
-#include <string.h>
-typedef unsigned long long u64;
 int launches = 0, syncs = 0;
 u64 last_source = 0;  /* of the last cuMemcpyHtoD */
 unsigned char channel[24];
 static void *current = 0;
-int cuInit(unsigned f) { return 0; }
-int cuDeviceGetCount(int *n) { *n = 1; return 0; }
-int cuDeviceGet(int *d, int i) { *d = 0; return 0; }
-int cuDeviceGetAttribute(int *v, int attr, int d) {
-    *v = attr == 75 ? 9 : attr == 76 ? 0 : attr == 16 ? 132 : attr == 97 ? 232448 : 1;
-    return 0;
-}
-int cuDeviceGetName(char *s, int n, int d) { strncpy(s, "FakeGPU", n); return 0; }
-int cuDevicePrimaryCtxRetain(void **c, int d) { *c = (void *)0xC0; return 0; }
 int cuCtxGetCurrent(void **c) { *c = current; return 0; }
 int cuCtxSetCurrent(void *c) { current = c; return 0; }
-int cuCtxGetDevice(int *d) { *d = 0; return 0; }
-int cuPointerGetAttribute(void *out, int attr, u64 p) { *(int *)out = 0; return 0; }
-int cuModuleLoadData(void **m, const void *image) { *m = (void *)0x30D; return 0; }
-int cuModuleGetFunction(void **f, void *m, const char *name) { *f = (void *)0xF00; return 0; }
-int cuFuncSetAttribute(void *f, int a, int v) { return 0; }
 int cuLaunchKernel() { launches++; return 0; }
 int cuLaunchKernelEx() { launches++; return 0; }
-int cuGetErrorString(int e, const char **s) { *s = "fake"; return 0; }
 int cuMemHostAlloc(void **p, size_t n, unsigned f) { *p = malloc(n); memset(*p, 0xff, n); return 0; }
 int cuMemHostGetDevicePointer_v2(u64 *d, void *p, unsigned f) { *d = (u64)p; return 0; }
 int cuMemAlloc_v2(u64 *d, size_t n) { *d = (u64)malloc(n); memset((void *)*d, 0xff, n); return 0; }
@@ -402,10 +385,7 @@ C_DRIVER_SCRIPT = textwrap.dedent(r"""
 @pytest.mark.skipif(native_module() is None, reason="the _cudriver extension was not built")
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
 def test_the_c_launcher_and_fast_launcher_report_it(tmp_path):
-    src = tmp_path / "fake_libcuda.c"
-    src.write_text(FAKE_LIBCUDA)
-    lib = tmp_path / "libcuda_fake.so"
-    subprocess.run(["cc", "-shared", "-fPIC", "-w", "-o", str(lib), str(src)], check=True)
+    lib = build_fake_libcuda(tmp_path, FAKE_LIBCUDA)
     done = subprocess.run([sys.executable, "-c", C_DRIVER_SCRIPT, str(lib)], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
