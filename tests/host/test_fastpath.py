@@ -693,9 +693,11 @@ def test_scalars_are_packed_as_the_general_path_packs_them(tmp_path):
     packed by both fast launchers into the same bytes: the value in d's C
     type (NumPy's bytes for the value as a d; NaN stays NaN, -0.0 keeps its
     sign, the extremes are exact)."""
+    from tilecore import config
     from tilecore.runtime.driver import native_module
-    if native_module() is None:
-        pytest.skip("the _cudriver extension was not built (or TILECORE_NATIVE=0)")
+    if not config.native():
+        pytest.skip("TILECORE_NATIVE=0 turns the C extension off")
+    assert native_module() is not None, "the _cudriver extension was not built"
     lib = build_fake_libcuda(tmp_path, FAKE_LIBCUDA)
     done = subprocess.run([sys.executable, "-c", PACK_SCRIPT, str(lib),
                            "[" + ", ".join(PACKED) + "]"],
