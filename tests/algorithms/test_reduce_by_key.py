@@ -20,6 +20,7 @@ from tilecore.dispatch import override_policy
 
 TILE = 64
 SCAN_SMALL = dict(block_threads=32, items_per_thread=2, blocks_per_sm=2, small_items=0,
+                  one_launch_max_items=0,
                   mode=3, exact_mode=2, lookback_window=4, group_tiles=4)
 SIZES = [0, 1, 2, 31, 32, 33, TILE - 1, TILE, TILE + 1, 3001]
 RNG = np.random.default_rng(15)

@@ -19,7 +19,8 @@ from tilecore.algorithms import DeviceScan as S, cumsum
 from tilecore.dispatch import override_policy
 
 TILE = 64
-_SMALL = dict(block_threads=32, items_per_thread=2, blocks_per_sm=2, small_items=0)
+_SMALL = dict(block_threads=32, items_per_thread=2, blocks_per_sm=2, small_items=0,
+              one_launch_max_items=0)
 SINGLE_PASS = dict(_SMALL, mode=0, exact_mode=0)                      # Fenwick
 REDUCE_THEN_SCAN = dict(_SMALL, mode=1, exact_mode=1)
 # decoupled look-back for exact operators (windows of 4 status words: look-backs
@@ -555,3 +556,60 @@ def test_small_items_switch_the_tile():
         run(S.exclusive_sum, f, yf, n, mode=m)
         np.testing.assert_array_equal(yf, np.concatenate([[0], np.cumsum(f)[:-1]]))
     assert nbytes >= 1
+
+
+@pytest.mark.parametrize("mode", [LOOKBACK, REDUCE_THEN_SCAN], ids=["lookback", "rts"])
+def test_one_launch_recomputes_the_prefix(monkeypatch, mode):
+    """num_items <= one_launch_max_items: one launch of a block per tile, each
+    folding the items before its tile itself (no status words to clear); in
+    place and by key, or one item more: the mode's launches. Same results,
+    for well-known and non-commutative user operators, inclusive and
+    exclusive, with init and wide values."""
+    import tilecore as ct
+    most = 5 * TILE + 3
+    m = dict(mode, one_launch_max_items=most, one_launch_block_threads=32,
+             one_launch_items_per_thread=2)
+    grids = []
+    real = ct.launch
+    monkeypatch.setattr(ct, "launch", lambda stream, grid, kernel, args:
+                        (grids.append(grid), real(stream, grid, kernel, args)))
+    for n in (1, TILE + 1, most):
+        tiles = -(-n // TILE)
+        grids.clear()
+        x = small_ints(np.float32, n)
+        y = np.zeros_like(x)
+        run(S.inclusive_sum, x, y, n, mode=m)
+        np.testing.assert_array_equal(y, np.cumsum(x))
+        run(S.exclusive_sum, x, y, n, mode=m)
+        np.testing.assert_array_equal(y, np.concatenate([[0], np.cumsum(x)[:-1]]))
+        i = small_ints(np.int32, n)
+        yi = np.zeros_like(i)
+        run(S.exclusive_scan, i, yi, "max", np.int32(-5), n, mode=m)
+        np.testing.assert_array_equal(yi, seq_scan(i.tolist(), max, -5, True))
+        u = RNG.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+        yu = np.zeros_like(u)
+        init = np.uint32((3 << 16) | 5)
+        for method, extra, excl in ((S.exclusive_scan, (init,), True),
+                                    (S.inclusive_scan, (), False)):
+            run(method, u, yu, affine, *extra, n, mode=m)
+            np.testing.assert_array_equal(
+                yu, seq_scan([int(v) for v in u], affine_ref, int(init) if excl else None, excl))
+        xd = small_ints(np.float64, n)
+        yd = np.zeros_like(xd)
+        run(S.inclusive_scan_init, xd, yd, "add", np.float64(2.0), n, mode=m)
+        np.testing.assert_array_equal(yd, 2.0 + np.cumsum(xd))
+        assert grids == [(tiles,)] * 6
+        grids.clear()
+        z = x.copy()
+        run(S.inclusive_sum, z, z, n, mode=m)                     # in place: the mode's launches
+        np.testing.assert_array_equal(z, np.cumsum(x))
+        keys = runs_of(n, 150)
+        run(S.inclusive_sum_by_key, keys, x, y, n, mode=m)
+        np.testing.assert_array_equal(y, by_key_ref(keys, x, operator.add))
+        assert len(grids) >= 2 and (tiles == 1 or len(grids) == 4)
+    grids.clear()
+    x = small_ints(np.int32, most + 1)
+    y = np.zeros_like(x)
+    run(S.inclusive_sum, x, y, most + 1, mode=m)
+    np.testing.assert_array_equal(y, np.cumsum(x))
+    assert len(grids) == 2

@@ -174,7 +174,7 @@ def test_a_spilling_user_operator_steps_down_its_tile(monkeypatch, method, extra
     x = np.random.default_rng(3).integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
     y = np.zeros_like(x)
     with override_policy("scan", block_threads=512, items_per_thread=64, small_items=0,
-                         mode=3):
+                         one_launch_max_items=0, mode=3):
         nbytes = method(None, x, y, affine, *extra, n)
         plan = list(SC._plans.values())[-1]                # the plan this call made
         assert plan.kind == "user" and nbytes == plan.layout(n, SC.FIT_MIN_ITEMS)[0].size()

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.interpreter_only
 
 # 64-item tiles: a few thousand items are many tiles (status init + single pass)
 SMALL = dict(block_threads=32, items_per_thread=2, blocks_per_sm=2, small_items=0, mode=3,
-             exact_mode=3, group_tiles=4)
+             exact_mode=3, group_tiles=4, one_launch_max_items=0)
 N = 1000
 RNG = np.random.default_rng(15)
 
@@ -343,8 +343,9 @@ def test_repeated_scans_launch_fast(stand_in_gpu, n):
              lambda: S.exclusive_scan_by_key(temp, keys, x, y, "max", np.float32(0), n)]
     for call in calls:
         call()
-    per_call = driver.launches // len(calls)
-    assert per_call == (1 if n <= 1 << 10 else 2)              # (init +) single pass
+    # one tile: one launch each; 2^16: one launch (scan_recompute) but in place and by key
+    # (status words cleared, then the single pass)
+    assert driver.launches == (len(calls) if n <= 1 << 10 else len(calls) + 3)
     general.clear()
     driver.launches = 0
     for _ in range(3):
@@ -352,7 +353,7 @@ def test_repeated_scans_launch_fast(stand_in_gpu, n):
             call()
         S.inclusive_sum(temp, x, _device(n), n)                # a new d_out
     assert general == [], f"{len(general)} launches took the general path"
-    assert driver.launches == 3 * (len(calls) + 1) * per_call
+    assert driver.launches == 3 * (len(calls) + 1 + (0 if n <= 1 << 10 else 3))
 
 
 def _bytes_of(a: DeviceArray, n: int) -> set:

@@ -94,6 +94,7 @@ class _Plan:
     runs: dict              # (n, items, has_init, in_place) -> _Launches: see launches()
     partials: Any
     downsweep: Any
+    recompute: Any          # scan_recompute (one launch: see ScanPolicy.one_launch)
 
     def kernel(self, threads: int):
         k = self.single.get(threads)
@@ -173,6 +174,11 @@ class _Plan:
         with exclusive_pairs=1, with 2 only on the large tile (n > small_items)."""
         return self.pairs and (self.policy.exclusive_pairs == 1 or n > self.policy.small_items)
 
+    def recomputes(self, n: int, in_place: bool) -> bool:
+        """Whether a scan of n items runs in one launch of scan_recompute (its own
+        tile, whatever the items per thread: see ScanPolicy.one_launch)."""
+        return self.policy.one_launch(n) and not self.by_key and not in_place
+
     def fits(self, host: bool) -> tuple[int, ...]:
         """The items per thread a user operator's single-pass kernel may step down
         to when it spills (on a GPU: see _fit), largest first; else the plan's."""
@@ -223,7 +229,8 @@ def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool
         plan = _plans[cache_key] = _Plan(
             in_dtype, acc, kind, op, ident, eq, exclusive, by_key, policy, target,
             acc.itemsize <= 4, mode, inv, pairs, items, kernel_for(K.scan_init, INIT_THREADS), {},
-            {}, {}, {}, kernel_for(K.scan_partials, threads), kernel_for(K.scan_downsweep, threads))
+            {}, {}, {}, kernel_for(K.scan_partials, threads), kernel_for(K.scan_downsweep, threads),
+            kernel_for(K.scan_recompute, policy.one_launch_block_threads))
         if mode != MODE_REDUCE_THEN_SCAN:
             plan.kernel(threads)
     return plan
@@ -332,8 +339,8 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any
     check_size(needed, buf.nbytes)
     if n == 0:
         return needed
-    items = fits[0] if len(fits) == 1 else _fit(plan, fits, buf, n, x, keys, y, init, has_init,
-                                                 in_place)
+    items = fits[0] if len(fits) == 1 or plan.recomputes(n, in_place) else \
+        _fit(plan, fits, buf, n, x, keys, y, init, has_init, in_place)
     run = plan.launches(n, items, has_init, in_place)
     run.go(stream if not host else None, run.buffer_bound(buf), x, keys, y, init)
     return needed
@@ -371,6 +378,7 @@ _ALL = (_VALUES, itemgetter(2, 0, 1))             # the single-pass kernels: cou
 _STATUS = (0, itemgetter(2, 0))                   # scan_init: counter, status
 _PARTIALS = (4, itemgetter(0, 1))                 # scan_partials: no init, no counter
 _DOWNSWEEP = (_VALUES, itemgetter(0, 1))          # scan_downsweep: no counter
+_RECOMPUTE = (_VALUES, lambda views: ())          # scan_recompute: no temporary storage
 
 
 class _Step:
@@ -473,6 +481,13 @@ def _make_launches(plan: _Plan, n: int, items: int, has_init: bool,
     by_key, exclusive = plan.by_key, plan.exclusive
     common = (plan.acc, plan.kind, plan.op, plan.ident, plan.eq, plan.eq is not None)
     mode = plan.mode
+    policy = plan.policy
+    if plan.recomputes(n, in_place):
+        tile = policy.one_launch_block_threads * policy.one_launch_items_per_thread
+        shift = exclusive and not plan.inv and not plan.pairs_for(n)
+        steps = (_Step((-(-n // tile),), plan.recompute, _RECOMPUTE,
+                       (tile, *common, shift, exclusive, plan.inv, has_init, wide)),)
+        return _Launches(n, in_place, by_key, aliases, steps)
     if mode == MODE_REDUCE_THEN_SCAN:
         per, grid, gt = facts["per"], facts["grid"], facts["gt"]
         steps = (_Step((grid,), plan.partials, _PARTIALS,
@@ -585,7 +600,7 @@ class _Sig(Signature):
         needed = plan.layout(n, fits[-1])[1]["bytes"]
         run = None
         if n:
-            items = fits[0] if len(fits) == 1 else \
+            items = fits[0] if len(fits) == 1 or plan.recomputes(n, in_place) else \
                 plan.fitted.get((plan.policy.threads_for(n), False, in_place))
             if items is None:
                 return None

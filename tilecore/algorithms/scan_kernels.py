@@ -45,6 +45,9 @@ same bits):
   log2(tiles) deep and no tile waits for a predecessor's whole look-back. Its
   exclusive prefix is the fold, in tile order, of the entries on m's Fenwick
   prefix path (one per set bit of m), one gather of at most log2(m) words.
+- `scan_recompute` (inputs of at most the policy's one_launch_max_items, any
+  mode, not by key, not in place): one launch and no status words; block t
+  folds tiles 0 .. t-1 itself (quadratic re-reads, from L2 at these sizes).
 - `scan_partials` + `scan_downsweep` (mode 1, reduce-then-scan, two kernels):
   block b folds its contiguous chunk of PER tiles into partial b; then block b
   folds partials 0..b-1 (one fixed-shape reduction) and scans its chunk tile
@@ -77,8 +80,8 @@ import tilecore as ct
 
 from .reduce_kernels import combine_known
 
-__all__ = ["scan_init", "scan_fenwick", "scan_lookback", "scan_groups", "scan_partials",
-           "scan_downsweep", "READY", "HEAD", "PREFIX"]
+__all__ = ["scan_init", "scan_fenwick", "scan_lookback", "scan_groups", "scan_recompute",
+           "scan_partials", "scan_downsweep", "READY", "HEAD", "PREFIX"]
 
 MO, MS = ct.MemoryOrder, ct.MemoryScope
 ZERO = ct.PaddingMode.ZERO
@@ -670,6 +673,50 @@ def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant
     else:
         tile_finish(y, n, t, u, hu, h, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL,
                     HAS_INIT, BY_KEY, WIDE)
+
+
+# --- one launch for small inputs ----------------------------------------------------------------
+@ct.kernel
+def scan_recompute(x, keys, y, n, init, TILE: ct.Constant[int], ACC: ct.Constant,
+                   KIND: ct.Constant[str], OP: ct.Constant, ID: ct.Constant, EQ: ct.Constant,
+                   HAS_EQ: ct.Constant[bool], SHIFT: ct.Constant[bool],
+                   EXCL: ct.Constant[bool], INV: ct.Constant[bool],
+                   HAS_INIT: ct.Constant[bool], WIDE: ct.Constant[bool]):
+    """A scan in one launch without temporary storage, for small inputs (not by
+    key, not in place: a block re-reads items earlier blocks would overwrite):
+    block t folds the items before its tile, tiles 0 .. t-1, itself, then scans
+    its tile as scan_groups does with that prefix. Nothing to clear before it
+    and nothing to wait for; the re-reads (tiles * (tiles - 1) / 2 tiles) come
+    from L2 at the sizes the policy sends here. Deterministic: a well-known
+    (commutative) operator accumulates the tiles lane-wise and folds the lanes
+    once, a user operator folds each tile in order and the tiles in order,
+    both functions of t and TILE alone."""
+    t = ct.bid(0)
+    if KIND != "user":
+        acc = ct.full((TILE,), ID, ACC)
+        for i in range(t):
+            acc = op2(acc, ct.astype(ct.load(x, (i,), (TILE,)), ACC), KIND, OP, ACC)
+        p_val = fold_known(acc, KIND, ID, ACC)
+    else:
+        p_val = ct.zeros((1,), ACC)
+        for i in range(t):
+            a = ct.reduce(ct.astype(ct.load(x, (i,), (TILE,)), ACC), 0,
+                          lambda a, b: op2(a, b, KIND, OP, ACC), 0, keepdims=True)
+            if i == 0:
+                p_val = a
+            else:
+                p_val = op2(p_val, a, KIND, OP, ACC)
+    p_ok = ct.where(t > 0, ct.full((1,), 1, ct.int32), 0)
+    p_head = ct.zeros((1,), ct.int32)
+    u, hu, h, _, _, _ = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ, HAS_EQ, SHIFT,
+                                   False, False, WIDE)
+    if KIND != "user" or not SHIFT:
+        z = local_scan(u, TILE, KIND, OP, ID, ACC, EXCL and not SHIFT and not INV)
+        finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, HAS_INIT, INV,
+                     WIDE)
+    else:
+        tile_finish(y, n, t, u, hu, h, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL,
+                    HAS_INIT, False, WIDE)
 
 
 # --- reduce-then-scan -------------------------------------------------------------------------

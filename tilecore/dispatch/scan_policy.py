@@ -12,6 +12,11 @@ integer add/mul/and/or/xor and min/max of any dtype, by key too):
 (exact operators only: it folds whatever its predecessors have published);
 3 single pass, two-level look-back over aligned groups of `group_tiles` tiles.
 All are deterministic for the operators they run (scan_kernels.py).
+Inputs of at most `one_launch_max_items` items, not by key and not in place,
+run in one launch of scan_recompute (its own tile: one_launch_block_threads x
+one_launch_items_per_thread), whose blocks fold the items before their tiles
+themselves instead of a launch clearing status words first: a small input's
+time is its launches'.
 """
 from __future__ import annotations
 
@@ -40,11 +45,21 @@ class ScanPolicy:
     exclusive_inverse: int = 0          # modes 2/3: exclusive integer add/xor as incl. - item
     exclusive_pairs: int = 0            # modes 2/3: exclusive well-known op as a pair scan
                                         # (1: every size; 2: above small_items only)
+    one_launch_max_items: int = 0       # num_items <= this: one launch (see one_launch)
+    one_launch_block_threads: int = 512 # its tile: these threads times
+    one_launch_items_per_thread: int = 16   # these items
     source: str = "built-in"
 
     @property
     def tile_items(self) -> int:
         return self.block_threads * self.items_per_thread
+
+    def one_launch(self, n: int) -> bool:
+        """Whether a scan of n items (not by key, not in place) runs in one
+        launch: scan_recompute, whose blocks fold the items before their tiles
+        themselves, on tiles of one_launch_block_threads *
+        one_launch_items_per_thread items."""
+        return n <= self.one_launch_max_items
 
     def threads_for(self, n: int) -> int:
         """Threads per block (the tile is this times items_per_thread) for n items."""
@@ -62,7 +77,9 @@ def _items(key: dict, bytes_per_thread: int) -> int:
 
 
 _COMMON = dict(exact_mode=MODE_LOOKBACK, lookback_window=16, group_tiles=32, small_items=0,
-               small_block_threads=256, exclusive_inverse=0, exclusive_pairs=0)
+               small_block_threads=256, exclusive_inverse=0, exclusive_pairs=0,
+               one_launch_max_items=0, one_launch_block_threads=512,
+               one_launch_items_per_thread=16)
 
 
 def _sm70(key: dict) -> dict:

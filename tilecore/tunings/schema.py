@@ -271,6 +271,19 @@ SCAN = AlgorithmSchema(
               "threads per block (tile = small_block_threads * items_per_thread) for inputs "
               "of at most small_items items",
               applies=lambda key, p: p["small_items"] > 0),
+        Param("one_launch_max_items", 0, 1 << 24, False,
+              "inputs of at most this many items (not by key, not in place) run in one "
+              "launch, each block folding the items before its tile itself, instead of a "
+              "launch clearing status words and the scan (host time the tuner, which times "
+              "the device, does not see, so it keeps the current value)",
+              grid=(0,) + tuple(1 << e for e in range(12, 19)), tuned=False),
+        Param("one_launch_block_threads", 32, 1024, True,
+              "threads per block of the one-launch scan (inputs of at most "
+              "one_launch_max_items items; hand-set with it)",
+              applies=lambda key, p: p["one_launch_max_items"] > 0, tuned=False),
+        Param("one_launch_items_per_thread", 1, 64, True,
+              "items per thread of the one-launch scan's tile (hand-set with it)",
+              applies=lambda key, p: p["one_launch_max_items"] > 0, tuned=False),
     ),
     key_fields=(
         KeyField("value_size", (1, 2, 4, 8), "bytes per input item"),
@@ -290,6 +303,9 @@ SCAN = AlgorithmSchema(
                    "exact operators only, through exact_mode)", lambda p: p["mode"] != 2),
         Constraint("small_block_threads * items_per_thread <= 32768",
                    lambda p: p["small_block_threads"] * p["items_per_thread"] <= 32768),
+        Constraint("one_launch_block_threads * one_launch_items_per_thread <= 32768",
+                   lambda p: p["one_launch_block_threads"] * p["one_launch_items_per_thread"]
+                   <= 32768),
     ),
 )
 
