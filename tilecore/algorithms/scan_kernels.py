@@ -692,20 +692,21 @@ def scan_recompute(x, keys, y, n, init, TILE: ct.Constant[int], ACC: ct.Constant
     once, a user operator folds each tile in order and the tiles in order,
     both functions of t and TILE alone."""
     t = ct.bid(0)
-    if KIND != "user":
-        acc = ct.full((TILE,), ID, ACC)
-        for i in range(t):
-            acc = op2(acc, ct.astype(ct.load(x, (i,), (TILE,)), ACC), KIND, OP, ACC)
-        p_val = fold_known(acc, KIND, ID, ACC)
-    else:
-        p_val = ct.zeros((1,), ACC)
-        for i in range(t):
-            a = ct.reduce(ct.astype(ct.load(x, (i,), (TILE,)), ACC), 0,
-                          lambda a, b: op2(a, b, KIND, OP, ACC), 0, keepdims=True)
-            if i == 0:
-                p_val = a
-            else:
-                p_val = op2(p_val, a, KIND, OP, ACC)
+    p_val = ct.zeros((1,), ACC)
+    if t > 0:           # (block 0 skips the fold's reduction and barriers)
+        if KIND != "user":
+            acc = ct.full((TILE,), ID, ACC)
+            for i in range(t):
+                acc = op2(acc, ct.astype(ct.load(x, (i,), (TILE,)), ACC), KIND, OP, ACC)
+            p_val = fold_known(acc, KIND, ID, ACC)
+        else:
+            for i in range(t):
+                a = ct.reduce(ct.astype(ct.load(x, (i,), (TILE,)), ACC), 0,
+                              lambda a, b: op2(a, b, KIND, OP, ACC), 0, keepdims=True)
+                if i == 0:
+                    p_val = a
+                else:
+                    p_val = op2(p_val, a, KIND, OP, ACC)
     p_ok = ct.where(t > 0, ct.full((1,), 1, ct.int32), 0)
     p_head = ct.zeros((1,), ct.int32)
     u, hu, h, _, _, _ = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ, HAS_EQ, SHIFT,
