@@ -342,7 +342,10 @@ def test_size_query_launches_nothing(monkeypatch):
              S.arg_max(None, x, v, i, 3, off[:-1], off[1:]),
              S.reduce(None, x, out, 3, off[:-1], off[1:], user_add, 0)]
     assert all(isinstance(s, int) and s >= 1 for s in sizes)
-    assert sizes[0] > 1 and sizes[2] == 256    # arg_max (rows): its 4 int64 offsets as int32
+    # sum (long, split): its partials; arg_max (rows): each row clamps its int64 bounds itself
+    assert sizes[0] > 1 and sizes[2] == 1
+    with override_policy("segmented_reduce", convert_offsets=1):     # 4 int64 offsets as int32
+        assert S.arg_max(None, x, v, i, 3, off[:-1], off[1:]) == 256
     assert (out == 3).all()
 
 
@@ -535,15 +538,16 @@ def clamped(x, begins, ends):
 @pytest.mark.parametrize("n", [1, 37, 300])
 def test_int64_offsets_clamped_once_give_the_same_bits(monkeypatch, layout, n):
     """Every rows kernel (sum, min, max: rows_known; arg_max: rows_arg; a user
-    operator: rows_user) with int64 offsets, converted first (convert_offsets=1)
-    and not (0): the same bits, equal to NumPy on the clamped bounds. With 300
-    segments the shifted offsets take two clamp_offsets blocks (256-offset tiles)."""
+    operator: rows_user) with int64 offsets, converted first (convert_offsets=1),
+    clamped once per row and broadcast (2) and by every element (0): the same
+    bits, equal to NumPy on the clamped bounds. With 300 segments the shifted
+    offsets take two clamp_offsets blocks (256-offset tiles)."""
     x = data(np.float32, 400)
     xi = data(np.int32, 400, -1000, 1000)
     begins, ends = wild_offsets(layout, n, x.size)
     b, e = clamped(x, begins, ends)
     got, kernels = {}, {}
-    for convert in (0, 1):
+    for convert in (0, 1, 2):
         out = {k: np.zeros(n, np.float32) for k in ("sum", "min", "max", "arg_max")}
         out["index"] = np.zeros(n, np.int64)
         out["user"] = np.zeros(n, np.int32)
@@ -555,7 +559,7 @@ def test_int64_offsets_clamped_once_give_the_same_bits(monkeypatch, layout, n):
             run(S.reduce, xi, out["user"], n, begins, ends, user_add, np.int32(3))
         got[convert], kernels[convert] = out, calls
     for k in got[0]:
-        assert got[0][k].tobytes() == got[1][k].tobytes(), k
+        assert got[0][k].tobytes() == got[1][k].tobytes() == got[2][k].tobytes(), k
     out = got[1]
     assert_sums(out["sum"], x, b, e, np.float32)
     fmax = float(np.finfo(np.float32).max)
@@ -568,7 +572,7 @@ def test_int64_offsets_clamped_once_give_the_same_bits(monkeypatch, layout, n):
     # block), once per array otherwise (n each)
     count = n + 1 if layout == "shifted" else n
     clamps = [("clamp_offsets", (-(-count // 256),))] * (1 if layout == "shifted" else 2)
-    assert kernels[0] == kernels[1][len(clamps):]
+    assert kernels[0] == kernels[1][len(clamps):] == kernels[2]
     assert kernels[1][:len(clamps)] == clamps and kernels[0][0][0] == "rows_known"
 
 
@@ -576,7 +580,8 @@ def test_offsets_clamped_only_for_narrow_int64_rows_kernels(monkeypatch):
     """clamp_offsets runs before a rows kernel with int64 offsets on narrow inputs
     and convert_offsets=1 (once per int64 array unless they are shifted views);
     int32 offsets, the long kernels, wide inputs (2**30 items or segments, forced
-    here) and convert_offsets=0 run as before, with 1 byte of temporary storage.
+    here) and convert_offsets 0 and 2 (the default) run as before, with 1 byte of
+    temporary storage.
     Temporary storage: the int32 offsets, each array 256-byte aligned."""
     from tilecore.algorithms import segmented_reduce as SR
     off = offsets(UNEVEN)
@@ -585,6 +590,7 @@ def test_offsets_clamped_only_for_narrow_int64_rows_kernels(monkeypatch):
     out = np.zeros(n, np.float64)
 
     def kernels(begins, ends, kernel="rows", **over):
+        over = {"convert_offsets": 1, **over}
         with policy(kernel), override_policy("segmented_reduce", **over):
             nbytes = S.sum(None, x, out, n, begins, ends)
             names = [k for k, _ in launched(monkeypatch, S.sum, x, out, n, begins, ends)]
@@ -598,6 +604,7 @@ def test_offsets_clamped_only_for_narrow_int64_rows_kernels(monkeypatch):
     assert kernels(off[:-1], i32[1:]) == (256, ["clamp_offsets", "rows_known"])   # begins only
     assert kernels(i32[:-1], i32[1:]) == (1, ["rows_known"])
     assert kernels(off[:-1], off[1:], convert_offsets=0) == (1, ["rows_known"])
+    assert kernels(off[:-1], off[1:], convert_offsets=2) == (1, ["rows_known"])
     assert kernels(off[:-1], off[1:], "long") == (1, ["long_known"])
     strided = np.zeros((n + 1, 2), np.int64)
     strided[:, 0] = off
@@ -618,19 +625,24 @@ def test_offsets_clamped_only_for_narrow_int64_rows_kernels(monkeypatch):
 
 @pytest.mark.interpreter_only
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-def test_clamp_offsets_compiles_with_the_shipped_policy(monkeypatch, arch):
-    """The kernels a float32 sum of 1000 segments of ~128 items launches with the
-    shipped policy for `arch` (clamp_offsets, then the rows kernel on int32
-    bounds), for shifted views and for two arrays, compile under NVRTC without
-    spilling. Launches are captured instead of run."""
+def test_int64_offset_kernels_compile_with_the_shipped_policy(monkeypatch, arch):
+    """The kernels a float32 sum of 1000 segments of ~128 items with int64 offsets
+    launches with the shipped policy for `arch` (the rows kernel clamping each
+    row's bounds once) and with convert_offsets=1 (clamp_offsets, then the rows
+    kernel on int32 bounds), for shifted views and for two arrays, compile under
+    NVRTC without spilling. Launches are captured instead of run."""
     monkeypatch.setenv("TILECORE_ARCH", arch)              # the interpreter takes arch's policy
     off = offsets(RNG.integers(100, 157, 1000))
     x = np.zeros(int(off[-1]), np.float32)
     out = np.zeros(1000, np.float32)
-    for begins, ends, clamps in ((off[:-1], off[1:], 1), (off[:-1].copy(), off[1:].copy(), 2)):
+    for begins, ends, clamps, over in ((off[:-1], off[1:], 0, {}),
+                                       (off[:-1], off[1:], 1, {"convert_offsets": 1}),
+                                       (off[:-1].copy(), off[1:].copy(), 2,
+                                        {"convert_offsets": 1})):
         calls = []
         monkeypatch.setattr(ct, "launch", lambda s, g, kernel, a: calls.append((kernel, a)))
-        run(S.sum, x, out, 1000, begins, ends)
+        with override_policy("segmented_reduce", **over):
+            run(S.sum, x, out, 1000, begins, ends)
         assert [k.__name__ for k, _ in calls] == ["clamp_offsets"] * clamps + ["rows_known"]
         for kernel, args in calls:
             ck = ct.compile(kernel, args, arch=arch)

@@ -71,6 +71,21 @@ def row_bounds(begins, ends, s, num_segments, size, NARROW):
     return beg, ct.where(live & (end > beg), end - beg, 0)
 
 
+@ct.function
+def bounds_of_rows(begins, ends, first, row, num_segments, size, SEGS, ITEMS, NARROW, ROWWISE):
+    """row_bounds of segments first + row (row: each element's row of the
+    (SEGS, ITEMS) tile). ROWWISE: each row's bounds loaded and clamped once, in
+    a (SEGS, 1) tile broadcast along the rows (staged through shared memory:
+    one barrier), instead of by every element: for int64 offsets, whose 64-bit
+    loads and clamps would otherwise be per item."""
+    if ROWWISE:
+        ids = first + ct.reshape(ct.arange(SEGS, dtype=ct.int32), (SEGS, 1))
+        beg, n = row_bounds(begins, ends, ids, num_segments, size, NARROW)
+        return ct.broadcast_to(beg, (SEGS, ITEMS)), ct.broadcast_to(n, (SEGS, ITEMS))
+    else:
+        return row_bounds(begins, ends, first + row, num_segments, size, NARROW)
+
+
 @ct.kernel
 def clamp_offsets(src, dst, size, TILE: ct.Constant[int]):
     """dst[i] = src[i] clamped to [0, size], as int32 (size, d_in's length, is
@@ -134,18 +149,21 @@ def fold_segments(x, beg, n, col, SEGS, ITEMS, ACC, KIND, ID):
 @ct.kernel
 def rows_known(x, begins, ends, out, num_segments, init, SEGS: ct.Constant[int],
                ITEMS: ct.Constant[int], ACC: ct.Constant, KIND: ct.Constant[str],
-               ID: ct.Constant, WAVES: ct.Constant[int], NARROW: ct.Constant[bool]):
+               ID: ct.Constant, WAVES: ct.Constant[int], NARROW: ct.Constant[bool],
+               ROWWISE: ct.Constant[bool]):
     """Block b reduces segments b*SEGS*WAVES ... in WAVES groups of SEGS, one
     group per step; each step loads the next group's bounds with its items."""
     row, col = row_grid(SEGS, ITEMS)
     first = first_row(ct.bid(0), SEGS * WAVES, NARROW)
-    s = first + row
+    f = first
     size = x.shape[0]
-    beg, n = row_bounds(begins, ends, s, num_segments, size, NARROW)
+    beg, n = bounds_of_rows(begins, ends, f, row, num_segments, size, SEGS, ITEMS, NARROW,
+                            ROWWISE)
     so = first + ct.arange(SEGS)
     for w in range(WAVES):
-        s = s + SEGS
-        beg_next, n_next = row_bounds(begins, ends, s, num_segments, size, NARROW)
+        f = f + SEGS
+        beg_next, n_next = bounds_of_rows(begins, ends, f, row, num_segments, size, SEGS, ITEMS,
+                                          NARROW, ROWWISE)
         r = fold_segments(x, beg, n, col, SEGS, ITEMS, ACC, KIND, ID)
         r = combine_known(ct.full((SEGS,), init, ACC), r, KIND)
         ct.scatter(out, so, ct.astype(r, out.dtype), mask=so < num_segments)
@@ -157,11 +175,12 @@ def rows_known(x, begins, ends, out, num_segments, init, SEGS: ct.Constant[int],
 @ct.kernel
 def rows_user(x, begins, ends, out, num_segments, init, SEGS: ct.Constant[int],
               ITEMS: ct.Constant[int], ACC: ct.Constant, OP: ct.Constant,
-              NARROW: ct.Constant[bool]):
+              NARROW: ct.Constant[bool], ROWWISE: ct.Constant[bool]):
     """A user operator: no identity, so lanes carry (value, has-a-value)."""
     row, col = row_grid(SEGS, ITEMS)
     first = first_row(ct.bid(0), SEGS, NARROW)
-    beg, n = row_bounds(begins, ends, first + row, num_segments, x.shape[0], NARROW)
+    beg, n = bounds_of_rows(begins, ends, first, row, num_segments, x.shape[0], SEGS, ITEMS,
+                            NARROW, ROWWISE)
     acc = ct.zeros((SEGS, ITEMS), ACC)
     ok = ct.full((SEGS, ITEMS), False, ct.bool_)
     for k in range(ct.cdiv(ct.max(n), ITEMS)):
@@ -184,14 +203,15 @@ def rows_user(x, begins, ends, out, num_segments, init, SEGS: ct.Constant[int],
 @ct.kernel
 def rows_arg(x, begins, ends, out_value, out_index, num_segments, empty,
              SEGS: ct.Constant[int], ITEMS: ct.Constant[int], ID: ct.Constant,
-             MAX: ct.Constant[bool], NARROW: ct.Constant[bool]):
+             MAX: ct.Constant[bool], NARROW: ct.Constant[bool], ROWWISE: ct.Constant[bool]):
     """arg_min / arg_max per segment: the first best item and its offset in
     the segment (ties: the smallest offset; NaN last). Lanes keep the step k
     of their best item; its offset k*ITEMS + lane is formed once at the end.
     Empty segments: (empty, 1), as CUB."""
     row, col = row_grid(SEGS, ITEMS)
     first = first_row(ct.bid(0), SEGS, NARROW)
-    beg, n = row_bounds(begins, ends, first + row, num_segments, x.shape[0], NARROW)
+    beg, n = bounds_of_rows(begins, ends, first, row, num_segments, x.shape[0], SEGS, ITEMS,
+                            NARROW, ROWWISE)
     none = 2147483647                                   # "no item yet"
     acc = ct.full((SEGS, ITEMS), ID, x.dtype)
     step_of = ct.full((SEGS, ITEMS), none, ct.int32)

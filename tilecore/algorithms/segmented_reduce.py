@@ -199,8 +199,11 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, a_in: 
     if split:
         partials = layout.slot(0).alias(plan.acc, n * shape.split)
     conversions = []
+    wide_offsets = D.int64 in (a_b.dtype, a_e.dtype)
     if n and narrow and shape.kind == "rows" and plan.policy.convert_offsets == 1:
         conversions = _conversions(layout, a_b, a_e, n)
+    # int64 offsets the rows kernel loads itself: once per row (convert_offsets 2)
+    rowwise = shape.kind == "rows" and wide_offsets and plan.policy.convert_offsets == 2
     needed = layout.size()
     if temp_storage is None:
         return needed
@@ -228,17 +231,17 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, a_in: 
         out_v, out_i = outs
         launch(stream, (-(-n // shape.segs),), plan.rows,
                (x, begins, ends, out_v, out_i, n, init, shape.segs, shape.items, plan.ident,
-                plan.op == "max", narrow))
+                plan.op == "max", narrow, rowwise))
         return needed
     (out,) = outs
     if plan.kind == "user":
         launch(stream, (-(-n // shape.segs),), plan.rows,
                (x, begins, ends, out, n, init, shape.segs, shape.items, plan.acc, plan.op,
-                narrow))
+                narrow, rowwise))
     elif shape.kind == "rows":
         launch(stream, (-(-n // (shape.segs * shape.waves)),), plan.rows,
                (x, begins, ends, out, n, init, shape.segs, shape.items, plan.acc, plan.op,
-                plan.ident, shape.waves, narrow))
+                plan.ident, shape.waves, narrow, rowwise))
     elif not split:
         launch(stream, (n,), plan.long, (x, begins, ends, out, init, shape.items, plan.acc,
                                          plan.op, plan.ident, 1, True, narrow))

@@ -5,7 +5,7 @@ kernel choice, a plain function of the policy and what the host knows
 without reading device memory (the number of segments, the input's length,
 the SM count).
 
-The built-in policies leave `convert_offsets` to its dataclass default (1).
+The built-in policies leave `convert_offsets` to its dataclass default (2).
 
 The tuning key: value_size (bytes per input item), accum (accumulator dtype
 name), op (operator class) and offset_size (4 or 8: the offsets' dtype).
@@ -33,8 +33,9 @@ class SegmentedPolicy:
     long_min_items_per_thread: int  # long kernel: smallest tile (fitted to the average length)
     long_min_avg_items: int       # average segment length from which the long kernel runs
     split_min_blocks_per_sm: int  # long kernel: split segments while fewer blocks than this/SM
-    convert_offsets: int = 1      # rows kernels, int64 offsets: 1 clamps them into int32 arrays
-                                  # first (one pass), 0 lets every element clamp its own
+    convert_offsets: int = 2      # rows kernels, int64 offsets: 2 clamps each row's once in the
+                                  # kernel, 1 into int32 arrays first (one pass, temporary
+                                  # storage), 0 lets every element clamp its own
     source: str = "built-in"
 
     @property

@@ -345,11 +345,13 @@ SEGMENTED_REDUCE = AlgorithmSchema(
               "long kernel: while segments < sm_count * this, each segment is split over "
               "several blocks (partials in temporary storage, then a pass over them); 0: never",
               grid=(0, 1, 2, 4, 8, 16, 32, 64), applies=_segmented_long),
-        Param("convert_offsets", 0, 1, False,
+        Param("convert_offsets", 0, 2, False,
               "rows kernels with int64 offsets, d_in and the segment count below 2**30: 1 "
               "first clamps the offsets to [0, len(d_in)] into int32 arrays in the temporary "
               "storage (one pass; num_segments + 1 values when the ends are the begins "
-              "shifted by one), so the rows kernel loads int32 bounds; 0: every element of "
+              "shifted by one), so the rows kernel loads int32 bounds; 2: the rows kernel "
+              "loads and clamps each row's int64 bounds once and broadcasts them along the "
+              "row through shared memory (no temporary storage); 0: every element of "
               "the rows kernel loads and clamps its int64 bounds itself. Not tuned: the "
               "tuner's segmented workload has int32 offsets", tuned=False),
     ),
