@@ -81,7 +81,12 @@ def bounds_of_rows(begins, ends, first, row, num_segments, size, SEGS, ITEMS, NA
     if ROWWISE:
         ids = first + ct.reshape(ct.arange(SEGS, dtype=ct.int32), (SEGS, 1))
         beg, n = row_bounds(begins, ends, ids, num_segments, size, NARROW)
-        return ct.broadcast_to(beg, (SEGS, ITEMS)), ct.broadcast_to(n, (SEGS, ITEMS))
+        if NARROW:      # both int32, below 2**30: one broadcast of the pair (one staging)
+            both = ct.broadcast_to((ct.astype(beg, ct.int64) << 32) | ct.astype(n, ct.int64),
+                                   (SEGS, ITEMS))
+            return ct.astype(both >> 32, ct.int32), ct.astype(both & 0xFFFFFFFF, ct.int32)
+        else:
+            return ct.broadcast_to(beg, (SEGS, ITEMS)), ct.broadcast_to(n, (SEGS, ITEMS))
     else:
         return row_bounds(begins, ends, first + row, num_segments, size, NARROW)
 
@@ -152,7 +157,8 @@ def rows_known(x, begins, ends, out, num_segments, init, SEGS: ct.Constant[int],
                ID: ct.Constant, WAVES: ct.Constant[int], NARROW: ct.Constant[bool],
                ROWWISE: ct.Constant[bool]):
     """Block b reduces segments b*SEGS*WAVES ... in WAVES groups of SEGS, one
-    group per step; each step loads the next group's bounds with its items."""
+    group per step; each step but the last loads the next group's bounds with
+    its items."""
     row, col = row_grid(SEGS, ITEMS)
     first = first_row(ct.bid(0), SEGS * WAVES, NARROW)
     f = first
@@ -160,16 +166,23 @@ def rows_known(x, begins, ends, out, num_segments, init, SEGS: ct.Constant[int],
     beg, n = bounds_of_rows(begins, ends, f, row, num_segments, size, SEGS, ITEMS, NARROW,
                             ROWWISE)
     so = first + ct.arange(SEGS)
-    for w in range(WAVES):
+    for w in range(WAVES - 1):
         f = f + SEGS
         beg_next, n_next = bounds_of_rows(begins, ends, f, row, num_segments, size, SEGS, ITEMS,
                                           NARROW, ROWWISE)
-        r = fold_segments(x, beg, n, col, SEGS, ITEMS, ACC, KIND, ID)
-        r = combine_known(ct.full((SEGS,), init, ACC), r, KIND)
-        ct.scatter(out, so, ct.astype(r, out.dtype), mask=so < num_segments)
+        fold_group(x, out, beg, n, col, so, num_segments, init, SEGS, ITEMS, ACC, KIND, ID)
         so = so + SEGS
         beg = beg_next
         n = n_next
+    fold_group(x, out, beg, n, col, so, num_segments, init, SEGS, ITEMS, ACC, KIND, ID)
+
+
+@ct.function
+def fold_group(x, out, beg, n, col, so, num_segments, init, SEGS, ITEMS, ACC, KIND, ID):
+    """Reduce one group of SEGS segments (ids so) into out, init combined."""
+    r = fold_segments(x, beg, n, col, SEGS, ITEMS, ACC, KIND, ID)
+    r = combine_known(ct.full((SEGS,), init, ACC), r, KIND)
+    ct.scatter(out, so, ct.astype(r, out.dtype), mask=so < num_segments)
 
 
 @ct.kernel
