@@ -15,9 +15,11 @@ segments may overlap, leave gaps or come in any order. Two kernels:
   before the first items load); with NARROW (the host's choice: d_in and
   the segment count below 2**30) bounds and indices are int32 whatever the
   offsets' dtype, so int64 offsets cost no 64-bit arithmetic per item.
-  `clamp_offsets` does row_bounds' NARROW clamp once per offset ahead of a
-  rows kernel, into int32 arrays (the host's choice for int64 offsets,
-  policy convert_offsets): the rows kernel then gathers 32-bit bounds.
+  Int64 offsets (policy convert_offsets): ROWWISE (2) loads and clamps each
+  row's bounds once and broadcasts them along the row through shared memory
+  (`bounds_of_rows`); or `clamp_offsets` does row_bounds' NARROW clamp once
+  per offset ahead of the rows kernel, into int32 arrays of the temporary
+  storage (1), and the rows kernel gathers 32-bit bounds.
 - long (`long_known`): one block per segment (or SPLIT blocks per segment,
   FINAL=False) folding aligned TILE-item tiles of d_in with vector loads:
   the tiles wholly inside the segment unmasked, the first and last masked.

@@ -16,11 +16,13 @@ kernels are in segmented_kernels.py.
 
 Both kernels take int32 bounds and indices whatever the offsets' dtype when
 every index they form fits int32 (`_narrow`). The long kernel clamps its
-block's two bounds itself. Int64 offsets of a rows kernel are first clamped
-into int32 arrays of the temporary storage (`clamp_offsets`, policy
-convert_offsets), once per offset instead of once per element of the rows
-kernel's tiles: `offsets[:-1]`, `offsets[1:]` of one array as num_segments + 1
-values read once (two views of one int32 array), other offsets array by array.
+block's two bounds itself. A rows kernel clamps int64 offsets once per row
+and broadcasts them along it (policy convert_offsets 2, the default: no
+temporary storage), or they are first clamped into int32 arrays of the
+temporary storage (`clamp_offsets`, convert_offsets 1), once per offset
+instead of once per element of the rows kernel's tiles: `offsets[:-1]`,
+`offsets[1:]` of one array as num_segments + 1 values read once (two views
+of one int32 array), other offsets array by array.
 """
 from __future__ import annotations
 
