@@ -71,6 +71,38 @@ def test_default_policy_kernels_compile(monkeypatch, arch, case):
         assert ck.stack_bytes == 0, f"{case}: spills ({ck.stack_bytes} bytes of stack)"
 
 
+ONE = 1 << 16          # sm_90's one_launch_max_items (8192 for user operators by key)
+ONE_LAUNCH = {
+    "incl-f32": lambda: (S.inclusive_sum, big(np.float32, ONE), big(np.float32, ONE), ONE),
+    "user-u32": lambda: (S.inclusive_scan, big(np.uint32, ONE), big(np.uint32, ONE), affine,
+                         ONE),
+    "bykey-excl-f32": lambda: (S.exclusive_sum_by_key, big(np.int32, ONE), big(np.float32, ONE),
+                               big(np.float32, ONE), ONE),
+    "bykey-incl-i32": lambda: (S.inclusive_sum_by_key, big(np.int32, ONE), big(np.int32, ONE),
+                               big(np.int32, ONE), ONE),
+    "bykey-max-f32": lambda: (S.inclusive_scan_by_key, big(np.int32, ONE), big(np.float32, ONE),
+                              big(np.float32, ONE), "max", ONE),
+    "bykey-excl-f64": lambda: (S.exclusive_sum_by_key, big(np.int32, ONE), big(np.float64, ONE),
+                               big(np.float64, ONE), ONE),
+    "bykey-user-u32": lambda: (S.exclusive_scan_by_key, big(np.int32, 8192),
+                               big(np.uint32, 8192), big(np.uint32, 8192), affine,
+                               np.uint32(1), 8192),
+}
+
+
+@pytest.mark.interpreter_only
+@pytest.mark.parametrize("case", list(ONE_LAUNCH))
+def test_one_launch_kernels_compile(monkeypatch, case):
+    """The largest inputs sm_90's table sends to scan_recompute (by key too) run
+    in one launch whose kernel does not spill."""
+    monkeypatch.setenv("TILECORE_ARCH", "sm_90")
+    calls = captured(monkeypatch, *ONE_LAUNCH[case]())
+    assert len(calls) == 1
+    kernel, args = calls[0]
+    ck = ct.compile(kernel, args, arch="sm_90")
+    assert ck.stack_bytes == 0, f"{case}: spills ({ck.stack_bytes} bytes of stack)"
+
+
 @pytest.mark.interpreter_only
 def test_exclusive_user_scan_takes_fewer_items(monkeypatch):
     """An exclusive user scan runs at most 32 items a thread (its shifted tile

@@ -343,9 +343,9 @@ def test_repeated_scans_launch_fast(stand_in_gpu, n):
              lambda: S.exclusive_scan_by_key(temp, keys, x, y, "max", np.float32(0), n)]
     for call in calls:
         call()
-    # one tile: one launch each; 2^16: one launch (scan_recompute) but in place and by key
-    # (status words cleared, then the single pass)
-    assert driver.launches == (len(calls) if n <= 1 << 10 else len(calls) + 3)
+    # one tile: one launch each; 2^16: one launch (scan_recompute) but in place (status
+    # words cleared, then the single pass)
+    assert driver.launches == (len(calls) if n <= 1 << 10 else len(calls) + 1)
     general.clear()
     driver.launches = 0
     for _ in range(3):
@@ -353,7 +353,7 @@ def test_repeated_scans_launch_fast(stand_in_gpu, n):
             call()
         S.inclusive_sum(temp, x, _device(n), n)                # a new d_out
     assert general == [], f"{len(general)} launches took the general path"
-    assert driver.launches == 3 * (len(calls) + 1 + (0 if n <= 1 << 10 else 3))
+    assert driver.launches == 3 * (len(calls) + 1 + (0 if n <= 1 << 10 else 1))
 
 
 def _bytes_of(a: DeviceArray, n: int) -> set:

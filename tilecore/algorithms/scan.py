@@ -177,7 +177,7 @@ class _Plan:
     def recomputes(self, n: int, in_place: bool) -> bool:
         """Whether a scan of n items runs in one launch of scan_recompute (its own
         tile, whatever the items per thread: see ScanPolicy.one_launch)."""
-        return self.policy.one_launch(n) and not self.by_key and not in_place
+        return self.policy.one_launch(n) and not in_place
 
     def fits(self, host: bool) -> tuple[int, ...]:
         """The items per thread a user operator's single-pass kernel may step down
@@ -486,7 +486,7 @@ def _make_launches(plan: _Plan, n: int, items: int, has_init: bool,
         tile = policy.one_launch_block_threads * policy.one_launch_items_per_thread
         shift = exclusive and not plan.inv and not plan.pairs_for(n)
         steps = (_Step((-(-n // tile),), plan.recompute, _RECOMPUTE,
-                       (tile, *common, shift, exclusive, plan.inv, has_init, wide)),)
+                       (tile, *common, shift, exclusive, plan.inv, has_init, by_key, wide)),)
         return _Launches(n, in_place, by_key, aliases, steps)
     if mode == MODE_REDUCE_THEN_SCAN:
         per, grid, gt = facts["per"], facts["grid"], facts["gt"]

@@ -12,7 +12,7 @@ integer add/mul/and/or/xor and min/max of any dtype, by key too):
 (exact operators only: it folds whatever its predecessors have published);
 3 single pass, two-level look-back over aligned groups of `group_tiles` tiles.
 All are deterministic for the operators they run (scan_kernels.py).
-Inputs of at most `one_launch_max_items` items, not by key and not in place,
+Inputs of at most `one_launch_max_items` items, not in place (by key too),
 run in one launch of scan_recompute (its own tile: one_launch_block_threads x
 one_launch_items_per_thread), whose blocks fold the items before their tiles
 themselves instead of a launch clearing status words first: a small input's
@@ -55,7 +55,7 @@ class ScanPolicy:
         return self.block_threads * self.items_per_thread
 
     def one_launch(self, n: int) -> bool:
-        """Whether a scan of n items (not by key, not in place) runs in one
+        """Whether a scan of n items (not in place) runs in one
         launch: scan_recompute, whose blocks fold the items before their tiles
         themselves, on tiles of one_launch_block_threads *
         one_launch_items_per_thread items."""
