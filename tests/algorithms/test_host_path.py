@@ -89,6 +89,29 @@ def test_cached_results_are_exact_and_bit_identical():
             assert i[0] == x.argmin() and v[0] == x.min()
 
 
+def test_cached_reduce_takes_each_calls_init():
+    """The cached path keeps the last init's conversion by identity: the same
+    scalar object again, a new object of the same dtype, a Python number and a
+    1-element array changed in place between calls each give their own init."""
+    x = np.arange(1, 11, dtype=np.float32)
+    out = np.zeros(1, np.float32)
+    temp = np.zeros(R.reduce(None, x, out, 10, "add", np.float32(0)), np.uint8)
+    one = np.float32(1)
+    for init, want in ((one, 56), (one, 56), (np.float32(2), 57), (np.float32(-5), 50)):
+        R.reduce(temp, x, out, 10, "add", init)
+        assert out[0] == want
+    for init, want in ((3, 58), (3, 58), (4, 59)):
+        R.reduce(temp, x, out, 10, "max", init)
+        assert out[0] == 10
+        R.reduce(temp, x, out, 10, "add", init)
+        assert out[0] == want
+    box = np.full(1, 6, np.float32)
+    for value in (6, 7):
+        box[0] = value
+        R.reduce(temp, x, out, 10, "add", box)
+        assert out[0] == 55 + value
+
+
 @pytest.mark.parametrize("call, exc, message", [
     (lambda x, o, t: R.sum(t, x, o, 11), ValueError, '"num_items": 11 items is more than'),
     (lambda x, o, t: R.sum(t, x, o, -1), ValueError, '"num_items": expected a count >= 0'),

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+import numpy as np
+
 import tilecore as ct
 
 from .. import config
@@ -214,6 +216,9 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any
 
 # -- the cached path -----------------------------------------------------------------------------
 
+_NO_INIT = object()
+
+
 class _Sig(Signature):
     """A call signature's cached host work (see hostpath.py): the plan, the
     accessors of the arguments' libraries, per count the temporary storage's
@@ -222,13 +227,17 @@ class _Sig(Signature):
     signature and returns 0 when anything is unusual (the caller then takes
     the general path)."""
 
-    __slots__ = ("plan", "sizes", "fast")
+    __slots__ = ("plan", "sizes", "fast", "last_init", "last_args")
 
     def __init__(self, plan: _Plan, libs: tuple) -> None:
         super().__init__(libs, plan.target.device_id)
         self.plan = plan
         self.sizes: dict[int, tuple] = {}  # n -> (bytes, grid, aliases, {buffer ptr: views})
         self.fast: Optional[list] = None if self.host else [None, None, None]
+        # the last init (a scalar: immutable, so the same object is the same value) and
+        # its launch arguments
+        self.last_init: Any = _NO_INIT
+        self.last_args: tuple = ()
 
     def call(self, temp, d_in, outs: tuple, n, stream, init: tuple) -> int:
         if type(n) is not int or not 0 <= n < NARROW or self.epoch != epoch():
@@ -342,11 +351,17 @@ def _arg(temp_storage, d_in, d_out_value, d_out_index, num_items, stream, max_: 
 def _init_args(sig: _Sig, init) -> Optional[tuple]:
     """A cached reduce signature's init (a NumPy scalar of the accumulator
     dtype, as the general path passes it), or None when the general path
-    should decide (and raise)."""
+    should decide (and raise). The last init's conversion is kept: a loop
+    passes the same scalar object call after call."""
+    if init is sig.last_init:
+        return sig.last_args
     try:
-        return (as_scalar(init, sig.plan.acc, "init"),)
+        args = (as_scalar(init, sig.plan.acc, "init"),)
     except (TypeError, ValueError):
         return None
+    if not isinstance(init, np.ndarray):    # (a 1-element array may change)
+        sig.last_init, sig.last_args = init, args
+    return args
 
 
 # signature tags (the first element of a cached signature's key)
