@@ -147,8 +147,10 @@ def test_cupy_rows_kernel_waves_and_64_bit_bounds(kind, wide, monkeypatch):
     cp = pytest.importorskip("cupy")
     from tilecore.algorithms import segmented_reduce as SR
     from tilecore.dispatch import override_policy
-    if wide:
+    if wide:    # fresh plans: a plan keeps its launches' NARROW flag per shape
         monkeypatch.setattr(SR, "_NARROW_LIMIT", 0)
+        monkeypatch.setattr(SR, "_plans", {})
+        monkeypatch.setattr(SR, "_sigs", {})
     lens = RNG.integers(0, 256, 40000) if kind == "short" else RNG.integers(1, 4097, 5000)
     off = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
     n = off.size - 1
@@ -196,8 +198,10 @@ def test_cupy_long_kernel_int64_offsets_beyond_32_bits(wide, monkeypatch):
     n = lens.size
     clamp32 = [cp.asarray(np.clip(a, 0, size).astype(np.int32)) for a in (begins, ends)]
     ref, got = cp.zeros(n, cp.float32), cp.zeros(n, cp.float32)
-    if wide:
+    if wide:    # fresh plans: a plan keeps its launches' NARROW flag per shape
         monkeypatch.setattr(SR, "_NARROW_LIMIT", 0)
+        monkeypatch.setattr(SR, "_plans", {})
+        monkeypatch.setattr(SR, "_sigs", {})
     for method in (S.sum, S.min, S.max):
         run(method, x, ref, n, *clamp32)
         run(method, x, got, n, cp.asarray(begins), cp.asarray(ends))

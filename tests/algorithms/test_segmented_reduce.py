@@ -61,6 +61,16 @@ def offsets(lengths, dtype=np.int64):
 UNEVEN = [0, 1, 5, 0, 31, 32, 33, 64, 65, 200, 0, 3, 130, 1, 97]
 
 
+def force_wide(monkeypatch):
+    """Make every kernel take its int64 bounds (the path of 2**30 items or
+    segments and more) on small data, with fresh plans: a plan keeps the
+    launches of each (segment count, d_in length), their NARROW flag included."""
+    from tilecore.algorithms import segmented_reduce as SR
+    monkeypatch.setattr(SR, "_NARROW_LIMIT", 0)
+    monkeypatch.setattr(SR, "_plans", {})
+    monkeypatch.setattr(SR, "_sigs", {})
+
+
 def ref_fold(x, begins, ends, fold, empty):
     return [fold(x[b:e]) if e > b else empty for b, e in zip(begins, ends)]
 
@@ -471,8 +481,7 @@ def test_rows_waves_many_short_segments(odt):
 def test_wide_rows_kernels_with_64_bit_bounds(kernel, monkeypatch):
     """The kernels' int64 path (taken for d_in or segment counts of 2**30 and
     more) on small data: every rows kernel, overlapping and inverted segments."""
-    from tilecore.algorithms import segmented_reduce as SR
-    monkeypatch.setattr(SR, "_NARROW_LIMIT", 0)
+    force_wide(monkeypatch)
     x = data(np.float64, 1000)
     begins = RNG.integers(0, 1000, 40)
     ends = np.minimum(begins + RNG.integers(-20, 400, 40), 1000)
@@ -583,7 +592,6 @@ def test_offsets_clamped_only_for_narrow_int64_rows_kernels(monkeypatch):
     here) and convert_offsets 0 and 2 (the default) run as before, with 1 byte of
     temporary storage.
     Temporary storage: the int32 offsets, each array 256-byte aligned."""
-    from tilecore.algorithms import segmented_reduce as SR
     off = offsets(UNEVEN)
     n = len(UNEVEN)
     x = data(np.float64, int(off[-1]))
@@ -619,7 +627,7 @@ def test_offsets_clamped_only_for_narrow_int64_rows_kernels(monkeypatch):
     empty = np.zeros(0, np.int64)
     with policy("rows"):
         assert run(S.sum, x, out, 0, empty, empty) == 1                 # nothing to convert
-    monkeypatch.setattr(SR, "_NARROW_LIMIT", 0)
+    force_wide(monkeypatch)
     assert kernels(off[:-1], off[1:]) == (1, ["rows_known"])
 
 
@@ -674,7 +682,6 @@ def test_long_kernel_int64_offsets_narrow_and_wide_give_the_same_bits(monkeypatc
     clamps its two bounds, then int32 math) and its int64 path (forced): the
     same bits as int32 offsets clamped on the host, equal to NumPy on the
     clamped bounds. Segments cross the 32-item tiles; some are empty or inverted."""
-    from tilecore.algorithms import segmented_reduce as SR
     x = data(np.float32, 400)
     n = 37
     begins, ends = wild_offsets(layout, n, x.size)
@@ -690,7 +697,7 @@ def test_long_kernel_int64_offsets_narrow_and_wide_give_the_same_bits(monkeypatc
         return got
     narrow = reduce_all(begins, ends, True)
     host32 = reduce_all(b.astype(np.int32), e.astype(np.int32), True)
-    monkeypatch.setattr(SR, "_NARROW_LIMIT", 0)
+    force_wide(monkeypatch)
     wide = reduce_all(begins, ends, False)
     for k in narrow:
         assert narrow[k].tobytes() == host32[k].tobytes() == wide[k].tobytes(), k
@@ -722,7 +729,6 @@ def test_long_kernel_int32_math_for_int64_offsets(monkeypatch):
     spilling, and with int64 offsets on a narrow input forms no 64-bit tile
     index (tc::tile_origin, the generated code's addressing by a 64-bit tile
     index, clamped per tile), as with int32 offsets; its forced int64 path does."""
-    from tilecore.algorithms import segmented_reduce as SR
     monkeypatch.setenv("TILECORE_ARCH", "sm_90")
     off = offsets(RNG.permutation(np.arange(1, 4097, 13)))      # 316 lengths, 2048 on average
     n = off.size - 1
@@ -742,5 +748,5 @@ def test_long_kernel_int32_math_for_int64_offsets(monkeypatch):
     for begins, ends in ((i32[:-1], i32[1:]), (i64[:-1], i64[1:]), (i64[:-1], i32[1:])):
         src = source(begins, ends)
         assert "tile_origin" not in src
-    monkeypatch.setattr(SR, "_NARROW_LIMIT", 0)
+    force_wide(monkeypatch)
     assert "tile_origin" in source(i64[:-1], i64[1:])

@@ -23,28 +23,40 @@ temporary storage (`clamp_offsets`, convert_offsets 1), once per offset
 instead of once per element of the rows kernel's tiles: `offsets[:-1]`,
 `offsets[1:]` of one array as num_segments + 1 values read once (two views
 of one int32 array), other offsets array by array.
+
+What a call launches depends on the plan, the segment count and d_in's
+length only: `_Launches` (the shape's launches, made once per (count,
+length) and kept by the plan) holds the bytes needed, the split partials'
+alias and each launch's trailing arguments and fast launcher.
+
+The cached path (hostpath.py, as DeviceReduce's and DeviceScan's): a call
+whose arrays' types and dtypes (and for `reduce` the operator and init's
+type) were seen before (a *signature*, `_Sig`) re-checks only the count, the
+arrays' ranks and sizes, the device, the buffer and the epoch, and replays
+the launches; anything unusual (and the rare conversion of int64 offsets
+first, convert_offsets 1) takes the general path, which raises the errors.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Optional
 
 import numpy as np
 
 import tilecore as ct
 
-from ..dispatch import overrides
 from ..dispatch.segmented_policy import SegmentedPolicy, Shape, choose_shape, \
     select_segmented_policy
 from ..dispatch.target import Target
-from ..dispatch.temp_storage import Alias, Layout
+from ..dispatch.temp_storage import Alias, Layout, check_size
+from ..host.launch import fast_launcher
 from ..language import dtypes as D
 from ..language.dtypes import DType
 from ..runtime import DeviceArray
-from ..tunings import lookup as tuning_lookup
 from . import segmented_kernels as K
 from .shared import check_dtype, kernel_for, target_of, temp_buffer
 from .arrays import Arg, address, check_1d, describe
+from .hostpath import SHAPES_KEPT, Signature, device_views, epoch, host_views, remember
 from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, same_function,
                         scalar_dtype, sum_accumulator)
 
@@ -63,17 +75,34 @@ class _Plan:
     op: Any                     # the well-known name, the user function, or "min"/"max" (arg)
     policy: SegmentedPolicy
     target: Target
+    offset_size: int            # 8 when either offsets array is int64, else 4
     ident: Any                  # the operator's identity in acc (known and arg)
     rows: Any                   # Kernel objects: rows and final with policy.block_threads,
     long: Any                   # long with policy.long_block_threads
     final: Any
     clamp: Any                  # clamp_offsets with policy.block_threads
+    # (num_segments, len(d_in)) -> _Launches (at most SHAPES_KEPT kept)
+    runs: dict = field(default_factory=dict, compare=False, repr=False)
 
     def shape(self, num_segments: int, num_items: int) -> Shape:
         return choose_shape(self.policy, num_segments, num_items, self.target.sm_count,
                             self.kind == "known")
 
-
+    def launches(self, num_segments: int, num_items: int,
+                 runs: Optional[dict] = None) -> "_Launches":
+        """The launches of `num_segments` segments over `num_items` items (d_in's
+        length), made once and kept in `runs` (default: the plan's; a caller
+        whose arguments are of other kinds keeps its own, and so its own fast
+        launchers): the kernel's shape depends on both counts."""
+        if runs is None:
+            runs = self.runs
+        key = (num_segments, num_items)
+        got = runs.get(key)
+        if got is None:
+            if len(runs) >= SHAPES_KEPT:
+                runs.clear()
+            got = runs[key] = _make_launches(self, num_segments, num_items)
+        return got
 
 
 _plans: dict[tuple, _Plan] = {}
@@ -81,8 +110,7 @@ _plans: dict[tuple, _Plan] = {}
 
 def _plan(kind: str, in_dtype: DType, acc: DType, op: Any, target: Target,
           offset_size: int) -> _Plan:
-    cache_key = (kind, in_dtype, acc, op, target, offset_size, overrides.generation(),
-                 tuning_lookup.state())
+    cache_key = (kind, in_dtype, acc, op, target, offset_size, epoch())
     plan = _plans.get(cache_key)
     if plan is None:
         op_class = "arg" if kind == "arg" else op if kind == "known" else "user"
@@ -92,12 +120,12 @@ def _plan(kind: str, in_dtype: DType, acc: DType, op: Any, target: Target,
         t = policy.block_threads
         rows = {"known": K.rows_known, "user": K.rows_user, "arg": K.rows_arg}[kind]
         ident = identity(op, acc) if kind != "user" else None
-        plan = _plans[cache_key] = _Plan(kind, acc, op, policy, target, ident, kernel_for(rows, t),
+        plan = _plans[cache_key] = _Plan(kind, acc, op, policy, target, offset_size, ident,
+                                         kernel_for(rows, t),
                                          kernel_for(K.long_known, policy.long_block_threads),
                                          kernel_for(K.split_final, t),
                                          kernel_for(K.clamp_offsets, t))
     return plan
-
 
 
 def _check_count(num_segments: Any) -> int:
@@ -192,74 +220,167 @@ def _narrow(shape: Shape, num_segments: int, num_items: int) -> bool:
     return num_items + 2 * shape.items <= 2 * _NARROW_LIMIT
 
 
+# How a shape's launches take a call's values (see _Launches.go)
+_NONE, _ROWS, _LONG, _SPLIT = range(4)
+
+
+class _Step:
+    """One launch: its grid, kernel and trailing arguments (fixed per shape),
+    and the kernel's fast launcher for them once a launch has made one (kept
+    per launch, as DeviceScan's: the kernel objects are shared by every
+    signature of a plan)."""
+
+    __slots__ = ("grid", "kernel", "tail", "fast")
+
+    def __init__(self, grid: tuple, kernel: Any, tail: tuple) -> None:
+        self.grid, self.kernel, self.tail = grid, kernel, tail
+        self.fast: Any = None
+
+    def go(self, stream: Any, head: tuple) -> None:
+        """Launch with the call's values `head` and the fixed tail."""
+        args = head + self.tail
+        fast = self.fast
+        if fast is None or not fast(stream, self.grid, args):
+            ct.launch(stream, self.grid, self.kernel, args)   # (tests replace ct.launch)
+            self.fast = fast_launcher(self.kernel)
+
+
+class _Launches:
+    """What a call of one plan launches for a segment count and d_in's length:
+    the bytes of temporary storage it needs, the split partials' alias (byte
+    offset, dtype, count; none but for the split long kernel), whether int64
+    offsets are clamped into int32 arrays first (`convert`: the general path's
+    `_run_converted`; `needed` is then not the call's), how the steps take the
+    call's values (`form`) and the steps."""
+
+    __slots__ = ("needed", "aliases", "convert", "form", "steps", "views")
+
+    def __init__(self, needed: int, aliases: tuple, convert: bool, form: int,
+                 steps: tuple) -> None:
+        self.needed, self.aliases, self.convert, self.form, self.steps = \
+            needed, aliases, convert, form, steps
+        self.views: dict = {}     # device pointer -> the partials there (views_at)
+
+    def host_partials(self, temp: np.ndarray) -> Any:
+        """The split partials in host buffer `temp` (None when there are none)."""
+        return host_views(temp, self.aliases)[0] if self.aliases else None
+
+    def device_partials(self, ptr: int, device: int) -> Any:
+        """The split partials in the device buffer at `ptr` (kept per pointer)."""
+        if not self.aliases:
+            return None
+        return device_views(self.views, ptr, ptr, self.aliases, device)[0]
+
+    def go(self, stream: Any, x: Any, begins: Any, ends: Any, outs: tuple, n: int, init: Any,
+           partials: Any) -> None:
+        """Launch the steps for a call's arrays, count and init (`partials`: the
+        split partials in the call's buffer)."""
+        form = self.form
+        if form == _ROWS:
+            self.steps[0].go(stream, (x, begins, ends, *outs, n, init))
+        elif form == _LONG:
+            self.steps[0].go(stream, (x, begins, ends, *outs, init))
+        elif form == _SPLIT:
+            first, final = self.steps
+            first.go(stream, (x, begins, ends, partials, init))
+            final.go(stream, (partials, *outs, n, init))
+
+
+def _make_launches(plan: _Plan, n: int, num_items: int) -> _Launches:
+    """The launches of n segments over num_items items: the kernel's shape
+    (choose_shape), whether its indices fit int32 (_narrow), how it takes
+    int64 offsets (policy convert_offsets) and each launch's arguments."""
+    if n == 0:                  # nothing launched, 1 byte asked for (as CUB)
+        return _Launches(1, (), False, _NONE, ())
+    shape = plan.shape(n, num_items)
+    narrow = _narrow(shape, n, num_items)
+    policy = plan.policy
+    rows = shape.kind == "rows"
+    wide_offsets = plan.offset_size == 8
+    convert = rows and narrow and wide_offsets and policy.convert_offsets == 1
+    # int64 offsets the rows kernel loads itself: once per row (convert_offsets 2)
+    rowwise = rows and wide_offsets and policy.convert_offsets == 2
+    segs, items = shape.segs, shape.items
+    if plan.kind == "arg":
+        step = _Step((-(-n // segs),), plan.rows,
+                     (segs, items, plan.ident, plan.op == "max", narrow, rowwise))
+        return _Launches(1, (), convert, _ROWS, (step,))
+    if plan.kind == "user":
+        step = _Step((-(-n // segs),), plan.rows,
+                     (segs, items, plan.acc, plan.op, narrow, rowwise))
+        return _Launches(1, (), convert, _ROWS, (step,))
+    known = (plan.acc, plan.op, plan.ident)
+    if rows:
+        step = _Step((-(-n // (segs * shape.waves)),), plan.rows,
+                     (segs, items, *known, shape.waves, narrow, rowwise))
+        return _Launches(1, (), convert, _ROWS, (step,))
+    if shape.split == 1:
+        step = _Step((n,), plan.long, (items, *known, 1, True, narrow))
+        return _Launches(1, (), False, _LONG, (step,))
+    split = shape.split
+    layout = Layout(1)
+    partials = layout.slot(0).alias(plan.acc, n * split)
+    layout.map_to_buffer(layout.size())
+    final_segs = max(1, policy.block_threads * 4 // split)
+    steps = (_Step((n * split,), plan.long, (items, *known, split, False, narrow)),
+             _Step((-(-n // final_segs),), plan.final, (final_segs, split, *known)))
+    return _Launches(layout.size(), ((partials.offset, partials.dtype, partials.count),), False,
+                     _SPLIT, steps)
+
+
 def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, a_in: Arg, a_b: Arg,
          a_e: Arg, outs: tuple, init: Any) -> int:
-    shape = plan.shape(n, a_in.size)
-    narrow = _narrow(shape, n, a_in.size)
-    layout = Layout(3)          # split partials; clamped begins (or both); clamped ends
-    split = shape.kind == "long" and shape.split > 1
-    if split:
-        partials = layout.slot(0).alias(plan.acc, n * shape.split)
-    conversions = []
-    wide_offsets = D.int64 in (a_b.dtype, a_e.dtype)
-    if n and narrow and shape.kind == "rows" and plan.policy.convert_offsets == 1:
-        conversions = _conversions(layout, a_b, a_e, n)
-    # int64 offsets the rows kernel loads itself: once per row (convert_offsets 2)
-    rowwise = shape.kind == "rows" and wide_offsets and plan.policy.convert_offsets == 2
+    """The general path's run: checks the buffer (ByteBuffer: any array type)."""
+    run = plan.launches(n, a_in.size)
+    if run.convert:
+        return _run_converted(plan, run, temp_storage, host, stream, n, a_in, a_b, a_e, outs,
+                              init)
+    needed = run.needed
+    if temp_storage is None:
+        return needed
+    buf = temp_buffer(temp_storage, host)
+    check_size(needed, buf.nbytes)
+    if host:
+        run.go(None, a_in.obj, a_b.obj, a_e.obj, outs, n, init, run.host_partials(buf.host))
+    else:
+        run.go(stream, a_in.obj, a_b.obj, a_e.obj, outs, n, init,
+               run.device_partials(buf.ptr, buf.device_id))
+    return needed
+
+
+def _run_converted(plan: _Plan, run: _Launches, temp_storage: Any, host: bool, stream: Any,
+                   n: int, a_in: Arg, a_b: Arg, a_e: Arg, outs: tuple, init: Any) -> int:
+    """A rows kernel's run after its int64 offsets are clamped into int32 arrays
+    of the temporary storage (convert_offsets 1: see the module docstring)."""
+    layout = Layout(3)          # (unused); clamped begins (or both); clamped ends
+    conversions = _conversions(layout, a_b, a_e, n)
     needed = layout.size()
     if temp_storage is None:
         return needed
     buf = temp_buffer(temp_storage, host)
     layout.map_to_buffer(buf.nbytes)
-    if n == 0:
-        return needed
     if host:
         stream = None
-    x = a_in.obj
-    launch = ct.launch
     begins, ends = a_b.obj, a_e.obj
+    tile = plan.policy.block_threads * CLAMP_ITEMS
     for which, alias in conversions:
         dst = buf.view(alias)
         src = _extended(a_b, n + 1) if which == "both" else (a_b if which == "begins" else a_e).obj
-        tile = plan.policy.block_threads * CLAMP_ITEMS
-        launch(stream, (-(-alias.count // tile),), plan.clamp, (src, dst, a_in.size, tile))
+        ct.launch(stream, (-(-alias.count // tile),), plan.clamp, (src, dst, a_in.size, tile))
         if which == "both":
             begins, ends = _head_tail(dst, n)
         elif which == "begins":
             begins = dst
         else:
             ends = dst
-    if plan.kind == "arg":
-        out_v, out_i = outs
-        launch(stream, (-(-n // shape.segs),), plan.rows,
-               (x, begins, ends, out_v, out_i, n, init, shape.segs, shape.items, plan.ident,
-                plan.op == "max", narrow, rowwise))
-        return needed
-    (out,) = outs
-    if plan.kind == "user":
-        launch(stream, (-(-n // shape.segs),), plan.rows,
-               (x, begins, ends, out, n, init, shape.segs, shape.items, plan.acc, plan.op,
-                narrow, rowwise))
-    elif shape.kind == "rows":
-        launch(stream, (-(-n // (shape.segs * shape.waves)),), plan.rows,
-               (x, begins, ends, out, n, init, shape.segs, shape.items, plan.acc, plan.op,
-                plan.ident, shape.waves, narrow, rowwise))
-    elif not split:
-        launch(stream, (n,), plan.long, (x, begins, ends, out, init, shape.items, plan.acc,
-                                         plan.op, plan.ident, 1, True, narrow))
-    else:
-        p = buf.view(partials)
-        launch(stream, (n * shape.split,), plan.long,
-               (x, begins, ends, p, init, shape.items, plan.acc, plan.op, plan.ident,
-                shape.split, False, narrow))
-        segs = max(1, plan.policy.block_threads * 4 // shape.split)
-        launch(stream, (-(-n // segs),), plan.final,
-               (p, out, n, init, segs, shape.split, plan.acc, plan.op, plan.ident))
+    run.go(stream, a_in.obj, begins, ends, outs, n, init, None)
     return needed
 
 
 def _reduce(temp_storage, d_in, d_out, num_segments, d_begin_offsets, d_end_offsets, op: Any,
-            init: Any, stream, acc_rule: str) -> int:
+            init: Any, stream, acc_rule: str, key: Optional[tuple]) -> int:
+    """The general path of sum, min, max and reduce: every argument checked;
+    the call's signature cached under `key` (see _cached) once it succeeded."""
     a_in, (a_out,), n, a_b, a_e, target, wide = _ingest(
         d_in, [("d_out", d_out)], num_segments, d_begin_offsets, d_end_offsets)
     check_dtype(a_out, "d_out")
@@ -279,12 +400,16 @@ def _reduce(temp_storage, d_in, d_out, num_segments, d_begin_offsets, d_end_offs
     init_value = as_scalar(init, acc, "init")
     kind = "known" if name is not None else "user"
     plan = _plan(kind, a_in.dtype, acc, name if name is not None else op, target, wide)
-    return _run(plan, temp_storage, a_in.host, stream, n, a_in, a_b, a_e, (a_out.obj,),
-                init_value)
+    needed = _run(plan, temp_storage, a_in.host, stream, n, a_in, a_b, a_e, (a_out.obj,),
+                  init_value)
+    remember(_sigs, key, (d_in, d_out, d_begin_offsets, d_end_offsets),
+             lambda libs: _Sig(plan, libs, None if acc_rule == "init" else init_value))
+    return needed
 
 
 def _arg(temp_storage, d_in, d_out_value, d_out_index, num_segments, d_begin_offsets,
-         d_end_offsets, stream, max_: bool) -> int:
+         d_end_offsets, stream, max_: bool, key: Optional[tuple]) -> int:
+    """The general path of arg_min and arg_max (as _reduce)."""
     a_in, (a_v, a_i), n, a_b, a_e, target, wide = _ingest(
         d_in, [("d_out_value", d_out_value), ("d_out_index", d_out_index)], num_segments,
         d_begin_offsets, d_end_offsets)
@@ -297,8 +422,126 @@ def _arg(temp_storage, d_in, d_out_value, d_out_index, num_segments, d_begin_off
     # or lowest() (arg_max), the largest finite values for floats.
     empty = dt.numpy_dtype.type(dt.min if max_ else dt.max)
     plan = _plan("arg", dt, dt, "max" if max_ else "min", target, wide)
-    return _run(plan, temp_storage, a_in.host, stream, n, a_in, a_b, a_e,
-                (a_v.obj, a_i.obj), empty)
+    needed = _run(plan, temp_storage, a_in.host, stream, n, a_in, a_b, a_e,
+                  (a_v.obj, a_i.obj), empty)
+    remember(_sigs, key, (d_in, d_out_value, d_out_index, d_begin_offsets, d_end_offsets),
+             lambda libs: _Sig(plan, libs, empty))
+    return needed
+
+
+# -- the cached path -----------------------------------------------------------------------------
+
+_NO_INIT = object()
+
+
+class _Sig(Signature):
+    """A DeviceSegmentedReduce call signature's cached host work
+    (hostpath.Signature): the plan, the accessors of the arrays' libraries
+    (d_in, the outputs, the begin and end offsets) and the launch value of
+    init for every method but `reduce` (whose init is checked and converted
+    per call, as the general path does; the last one is kept). `call`
+    re-checks what may differ between calls of the signature and returns 0
+    when anything is unusual (the caller then takes the general path); the
+    launches are the plan's for the call's count and d_in's length."""
+
+    __slots__ = ("plan", "init", "last_init", "last_value")
+
+    def __init__(self, plan: _Plan, libs: tuple, init: Any) -> None:
+        super().__init__(libs, plan.target.device_id)
+        self.plan, self.init = plan, init
+        # the last run-time init (a scalar: immutable, so the same object is the same value)
+        # and its launch value
+        self.last_init: Any = _NO_INIT
+        self.last_value: Any = None
+
+    def call(self, temp: Any, x: Any, outs: tuple, n: Any, begins: Any, ends: Any, stream: Any,
+             init: Any) -> int:
+        if type(n) is not int or not 0 <= n <= _MAX_SEGMENTS or self.epoch != epoch():
+            return 0
+        libs = self.libs
+        m = libs[0].vec(x)
+        if m < 0 or libs[1].vec(outs[0]) < n or libs[-2].vec(begins) < n or \
+                libs[-1].vec(ends) < n or len(outs) > 1 and libs[2].vec(outs[1]) < n:
+            return 0
+        if self.device >= 0 and not self.on_device((x, *outs, begins, ends)):
+            return 0
+        if self.init is not None:
+            init = self.init
+        else:
+            init = self._init_value(init)
+            if init is None:
+                return 0
+        run = self.plan.runs.get((n, m)) or self.plan.launches(n, m)
+        if run.convert:
+            return 0
+        needed = run.needed
+        if temp is None:
+            return needed
+        ptr = self.temp_at(temp, needed)
+        if ptr < 0:
+            return 0
+        if self.host:
+            run.go(None, x, begins, ends, outs, n, init,
+                   run.host_partials(temp) if run.aliases else None)
+        else:
+            run.go(stream, x, begins, ends, outs, n, init,
+                   run.device_partials(ptr, self.plan.target.device_id))
+        return needed
+
+    def _init_value(self, init: Any) -> Any:
+        """reduce's init as the launches take it (the general path's conversion),
+        or None when the general path should decide (and raise)."""
+        if init is self.last_init:
+            return self.last_value
+        try:
+            value = as_scalar(init, self.plan.acc, "init")
+        except (TypeError, ValueError):
+            return None
+        if not isinstance(init, np.ndarray):    # (a 1-element array may change)
+            self.last_init, self.last_value = init, value
+        return value
+
+
+_sigs: dict[tuple, _Sig] = {}
+# signature tags (the first element of a cached signature's key)
+_SUM, _MIN, _MAX, _ARGMIN, _ARGMAX, _REDUCE = range(6)
+
+
+def _key(tag: int, d_in, outs: tuple, begins, ends, extra: tuple) -> tuple:
+    """A signature's key: the tag, each array's type and dtype, then `extra`
+    (unrolled: a loop of tuple concatenations costs more; AttributeError for
+    an argument without a dtype)."""
+    o = outs[0]
+    key = (tag, type(d_in), d_in.dtype, type(o), o.dtype, type(begins), begins.dtype,
+           type(ends), ends.dtype)
+    if len(outs) > 1:
+        o = outs[1]
+        key += (type(o), o.dtype)
+    return key + extra if extra else key
+
+
+def _cached(tag: int, temp_storage, d_in, outs: tuple, num_segments, begins, ends, stream,
+            extra: tuple = (), init: Any = None) -> tuple[int, Optional[tuple]]:
+    """(bytes, key): the cached signature's result for this call (bytes > 0), or
+    0 and the key under which the general path will cache it (None when the
+    arguments cannot key a signature: not arrays, an unhashable operator)."""
+    try:
+        key = _key(tag, d_in, outs, begins, ends, extra)
+        sig = _sigs.get(key)
+    except (AttributeError, TypeError):
+        return 0, None
+    if sig is None:
+        return 0, key
+    return sig.call(temp_storage, d_in, outs, num_segments, begins, ends, stream, init), key
+
+
+def sum_signature(d_in, d_out, begins, ends) -> Optional[_Sig]:
+    """The cached signature of DeviceSegmentedReduce.sum for arrays like these,
+    or None (the convenience layer's cached path runs on its plan and init)."""
+    try:
+        return _sigs.get(_key(_SUM, d_in, (d_out,), begins, ends, ()))
+    except (AttributeError, TypeError):
+        return None
 
 
 class DeviceSegmentedReduce:
@@ -315,24 +558,30 @@ class DeviceSegmentedReduce:
             stream=None) -> int:
         """d_out[s] = the sum of segment s (0 when empty). The accumulator is
         DeviceReduce.sum's (CUB's out + in; narrow floats in float32)."""
-        return _reduce(temp_storage, d_in, d_out, num_segments, d_begin_offsets, d_end_offsets,
-                       "add", 0, stream, "sum")
+        got, key = _cached(_SUM, temp_storage, d_in, (d_out,), num_segments, d_begin_offsets,
+                           d_end_offsets, stream)
+        return got or _reduce(temp_storage, d_in, d_out, num_segments, d_begin_offsets,
+                              d_end_offsets, "add", 0, stream, "sum", key)
 
     @staticmethod
     def min(temp_storage, d_in, d_out, num_segments, d_begin_offsets, d_end_offsets,
             stream=None) -> int:
         """d_out[s] = min(the largest finite value of d_in's dtype, segment s);
         NaNs are ignored (fmin, as CUB's cuda::minimum)."""
-        return _reduce(temp_storage, d_in, d_out, num_segments, d_begin_offsets, d_end_offsets,
-                       "min", None, stream, "extremum")
+        got, key = _cached(_MIN, temp_storage, d_in, (d_out,), num_segments, d_begin_offsets,
+                           d_end_offsets, stream)
+        return got or _reduce(temp_storage, d_in, d_out, num_segments, d_begin_offsets,
+                              d_end_offsets, "min", None, stream, "extremum", key)
 
     @staticmethod
     def max(temp_storage, d_in, d_out, num_segments, d_begin_offsets, d_end_offsets,
             stream=None) -> int:
         """d_out[s] = max(the lowest finite value of d_in's dtype, segment s);
         NaNs are ignored (fmax, as CUB's cuda::maximum)."""
-        return _reduce(temp_storage, d_in, d_out, num_segments, d_begin_offsets, d_end_offsets,
-                       "max", None, stream, "extremum")
+        got, key = _cached(_MAX, temp_storage, d_in, (d_out,), num_segments, d_begin_offsets,
+                           d_end_offsets, stream)
+        return got or _reduce(temp_storage, d_in, d_out, num_segments, d_begin_offsets,
+                              d_end_offsets, "max", None, stream, "extremum", key)
 
     @staticmethod
     def arg_min(temp_storage, d_in, d_out_value, d_out_index, num_segments, d_begin_offsets,
@@ -340,8 +589,10 @@ class DeviceSegmentedReduce:
         """The first minimum of each segment and its offset in the segment (CUB's
         KeyValuePair as two arrays; ties: the smallest offset; NaN counts as larger
         than every number). Empty segment: the largest finite value and index 1."""
-        return _arg(temp_storage, d_in, d_out_value, d_out_index, num_segments,
-                    d_begin_offsets, d_end_offsets, stream, False)
+        got, key = _cached(_ARGMIN, temp_storage, d_in, (d_out_value, d_out_index),
+                           num_segments, d_begin_offsets, d_end_offsets, stream)
+        return got or _arg(temp_storage, d_in, d_out_value, d_out_index, num_segments,
+                           d_begin_offsets, d_end_offsets, stream, False, key)
 
     @staticmethod
     def arg_max(temp_storage, d_in, d_out_value, d_out_index, num_segments, d_begin_offsets,
@@ -349,8 +600,10 @@ class DeviceSegmentedReduce:
         """The first maximum of each segment and its offset in the segment (NaN
         counts as smaller than every number). Empty segment: the lowest finite
         value and index 1."""
-        return _arg(temp_storage, d_in, d_out_value, d_out_index, num_segments,
-                    d_begin_offsets, d_end_offsets, stream, True)
+        got, key = _cached(_ARGMAX, temp_storage, d_in, (d_out_value, d_out_index),
+                           num_segments, d_begin_offsets, d_end_offsets, stream)
+        return got or _arg(temp_storage, d_in, d_out_value, d_out_index, num_segments,
+                           d_begin_offsets, d_end_offsets, stream, True, key)
 
     @staticmethod
     def reduce(temp_storage, d_in, d_out, num_segments, d_begin_offsets, d_end_offsets, op,
@@ -358,5 +611,9 @@ class DeviceSegmentedReduce:
         """d_out[s] = op(init, op-reduction of segment s) (init when empty). `op`
         as DeviceReduce.reduce; the accumulator has init's dtype (a NumPy scalar),
         or d_out's for a Python number."""
-        return _reduce(temp_storage, d_in, d_out, num_segments, d_begin_offsets, d_end_offsets,
-                       op, init, stream, "init")
+        op = same_function(op)
+        got, key = _cached(_REDUCE, temp_storage, d_in, (d_out,), num_segments,
+                           d_begin_offsets, d_end_offsets, stream,
+                           (op, type(init), getattr(init, "dtype", None)), init)
+        return got or _reduce(temp_storage, d_in, d_out, num_segments, d_begin_offsets,
+                              d_end_offsets, op, init, stream, "init", key)
