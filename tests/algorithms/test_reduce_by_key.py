@@ -7,18 +7,31 @@ non-commutative user operator, the two-phase protocol and the errors
 and the scans it runs) makes the interpreter run many tiles; the suite's
 conftest also compiles every launch for sm_80 and sm_90.
 
+Both paths: inputs of at most SMALL_MAX_ITEMS items (here SMALL, 200) run one
+launch of rbk_small, larger ones the multi-launch path; tests taking the
+`path` fixture run on each whatever the size. The cached host path: repeated
+calls skip the general path (counted), launch the same, and fall back to it
+(raising its errors, writing nothing) when anything changes.
+
 GPU tests (CuPy): large inputs, bit-identical float sums over 20 runs, CUDA
 graph capture."""
 import operator
 
+import ml_dtypes
 import numpy as np
 import pytest
 
 import tilecore.algorithms.reduce_by_key as RBK
 from tilecore.algorithms import DeviceReduce as R
 from tilecore.dispatch import override_policy
+from algo_helpers import count_calls
+
+SHIPPED = {name: getattr(RBK, name) for name in (
+    "SMALL_MAX_ITEMS", "SMALL_THREADS", "SMALL_ITEMS_PER_THREAD", "SMALL_USER_THREADS",
+    "SMALL_USER_ITEMS_PER_THREAD")}
 
 TILE = 64
+SMALL = 200             # the one-launch path's threshold in these tests
 SCAN_SMALL = dict(block_threads=32, items_per_thread=2, blocks_per_sm=2, small_items=0,
                   one_launch_max_items=0,
                   mode=3, exact_mode=2, lookback_window=4, group_tiles=4)
@@ -30,8 +43,21 @@ RNG = np.random.default_rng(15)
 def small_tiles(monkeypatch):
     monkeypatch.setattr(RBK, "THREADS", 32)
     monkeypatch.setattr(RBK, "ITEMS_PER_THREAD", 2)
+    monkeypatch.setattr(RBK, "SMALL_THREADS", 32)
+    monkeypatch.setattr(RBK, "SMALL_ITEMS_PER_THREAD", 2)
+    monkeypatch.setattr(RBK, "SMALL_USER_THREADS", 32)
+    monkeypatch.setattr(RBK, "SMALL_USER_ITEMS_PER_THREAD", 2)
+    monkeypatch.setattr(RBK, "SMALL_MAX_ITEMS", SMALL)
+    monkeypatch.setattr(RBK, "_sigs", {})       # signatures keep the constants they saw
     with override_policy("scan", **SCAN_SMALL):
         yield
+
+
+@pytest.fixture(params=["one", "multi"])
+def path(request, monkeypatch):
+    """Run the test on the one-launch path (any size) or the multi-launch one."""
+    monkeypatch.setattr(RBK, "SMALL_MAX_ITEMS", 1 << 20 if request.param == "one" else 0)
+    return request.param
 
 
 def wrap(dtype):
@@ -86,7 +112,7 @@ def runs_of(n, max_run=20, dtype=np.int32):
 
 
 @pytest.mark.parametrize("n", SIZES)
-def test_sizes_float32_sum(n):
+def test_sizes_float32_sum(n, path):
     keys = runs_of(n)
     vals = RNG.integers(-20, 20, n).astype(np.float32)
     check(keys, vals, "add", operator.add)
@@ -99,13 +125,13 @@ def test_zero_items_writes_only_num_runs():
 
 
 @pytest.mark.parametrize("n", [1, TILE + 1, 3001])
-def test_all_equal_and_all_distinct(n):
+def test_all_equal_and_all_distinct(n, path):
     vals = RNG.integers(-9, 9, n).astype(np.int32)
     check(np.full(n, 7, np.int64), vals, "add", operator.add)
     check(np.arange(n, dtype=np.int16) - 500, vals, "max", max)
 
 
-def test_runs_crossing_tiles():
+def test_runs_crossing_tiles(path):
     n = 40 * TILE + 3
     keys = runs_of(n, max_run=3 * TILE)
     keys[TILE - 5:5 * TILE + 7] = -1                 # a run over several tiles
@@ -117,20 +143,20 @@ def test_runs_crossing_tiles():
 
 @pytest.mark.parametrize("kdtype", [np.int8, np.uint16, np.int32, np.uint64, np.float16,
                                     np.float32, np.float64], ids=lambda d: np.dtype(d).name)
-def test_key_dtypes(kdtype):
+def test_key_dtypes(kdtype, path):
     n = 500
     keys = (RNG.integers(0, 4, n) // 3).astype(kdtype)   # runs of 0s and 1s
     vals = RNG.integers(-9, 9, n).astype(np.int32)
     check(keys, vals, "add", operator.add)
 
 
-def test_bool_keys():
+def test_bool_keys(path):
     keys = RNG.integers(0, 4, 300) == 0
     vals = RNG.integers(-9, 9, 300).astype(np.int64)
     check(keys, vals, "add", operator.add)
 
 
-def test_nan_keys_are_runs_of_their_own_and_first_key_is_written():
+def test_nan_keys_are_runs_of_their_own_and_first_key_is_written(path):
     keys = np.array([1, 1, np.nan, np.nan, np.nan, 2, -0.0, 0.0, 0.0, np.nan], np.float32)
     vals = np.arange(10, dtype=np.float32)
     u, a, r = call(keys, vals, "add")
@@ -147,7 +173,7 @@ OPS = [("add", operator.add), ("mul", operator.mul), ("min", min), ("max", max),
 
 
 @pytest.mark.parametrize("op,f", OPS, ids=lambda o: o if isinstance(o, str) else None)
-def test_well_known_ops_int32(op, f):
+def test_well_known_ops_int32(op, f, path):
     n = 2 * TILE + 9
     keys = runs_of(n, max_run=30)
     vals = RNG.integers(-7, 7, n).astype(np.int32)
@@ -156,14 +182,14 @@ def test_well_known_ops_int32(op, f):
 
 @pytest.mark.parametrize("op,f", [("add", operator.add), ("mul", operator.mul), ("min", min),
                                   ("max", max)])
-def test_well_known_ops_float32(op, f):
+def test_well_known_ops_float32(op, f, path):
     n = 2 * TILE + 9
     keys = runs_of(n, max_run=30)
     vals = RNG.choice([-2.0, -1.0, 0.5, 1.0, 2.0], n).astype(np.float32)
     check(keys, vals, op, f)
 
 
-def test_narrow_sum_accumulates_in_int32():
+def test_narrow_sum_accumulates_in_int32(path):
     keys = np.zeros(300, np.int32)
     vals = np.full(300, 100, np.int8)
     u, a, r = call(keys, vals, "add", agg_dtype=np.int32)
@@ -180,7 +206,7 @@ def take_first(a, b):
     return a - b + b
 
 
-def test_non_commutative_user_ops():
+def test_non_commutative_user_ops(path):
     n = 3 * TILE + 11
     keys = runs_of(n, max_run=70, dtype=np.int64)
     vals = RNG.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
@@ -190,7 +216,7 @@ def test_non_commutative_user_ops():
     check(keys, fvals, lambda a, b: b, lambda p, q: q)      # a lambda from host code: take last
 
 
-def test_output_conversions_and_runs_dtype():
+def test_output_conversions_and_runs_dtype(path):
     keys = runs_of(200).astype(np.int16)
     vals = RNG.integers(-9, 9, 200).astype(np.int16)
     check(keys, vals, "add", operator.add, uniq_dtype=np.int64, agg_dtype=np.float64,
@@ -205,7 +231,7 @@ def test_temp_storage_is_stable_and_at_least_one_byte():
     assert R.reduce_by_key(None, keys, u, vals, a, r, "add", 0) >= 1
 
 
-def test_errors_name_the_problem_and_write_nothing():
+def test_errors_name_the_problem_and_write_nothing(path):
     n = 100
     keys, vals = runs_of(n), np.ones(n, np.float32)
     u, a, r = np.full(n, 77, np.int32), np.full(n, 55, np.float32), np.full(1, -1, np.int32)
@@ -237,6 +263,261 @@ def test_errors_name_the_problem_and_write_nothing():
     bad(TypeError, '"temp_storage"', temp_storage="x")
 
 
+# --- the one-launch path -----------------------------------------------------------------------
+KEY_DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+              np.uint64, np.float16, ml_dtypes.bfloat16, np.float32, np.float64]
+VALUE_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+                np.float16, ml_dtypes.bfloat16, np.float32, np.float64]
+
+
+def keys_of(dtype, n):
+    """Runs of 0s, 1s and 2s (two values for bool) of lengths 1 .. 6."""
+    runs = RNG.integers(0, 3, n) if dtype is not np.bool_ else np.arange(n) % 2
+    return np.repeat(runs, RNG.integers(1, 7, n))[:n].astype(dtype)
+
+
+def small_ref(keys, vals, op):
+    """reference() in float64 (floats) or exact Python ints (wrapped: CUB's accumulator)."""
+    acc = np.dtype(RBK.accumulator(RBK.describe(vals, "v").dtype,
+                                   RBK.op_name(op)).numpy_dtype)
+    fix = wrap(acc)
+    f = {"add": operator.add, "max": max, "min": min}[op]
+    as_py = vals.astype(np.float64).tolist() if acc.kind == "f" else vals.astype(object).tolist()
+    return reference(keys.tolist(), as_py, f, fix)
+
+
+@pytest.mark.parametrize("kdtype", KEY_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_one_launch_every_key_dtype(kdtype):
+    n = 150                                              # one launch (SMALL = 200), 3 tiles
+    keys = keys_of(kdtype, n)
+    vals = RNG.integers(-9, 9, n).astype(np.int32)
+    check(keys, vals, "add", operator.add, wrap(np.int32))
+
+
+@pytest.mark.parametrize("vdtype", VALUE_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("op", ["add", "max"])
+def test_one_launch_every_value_dtype(vdtype, op):
+    """Accumulators as CUB's (narrow integer sums in int32, float16/bfloat16 sums in
+    float32, max in the value type), against a float64 / exact-integer reference."""
+    n = 190
+    keys = keys_of(np.int16, n)
+    lo, hi = (0, 60) if np.dtype(vdtype).kind == "u" else (-60, 60)
+    vals = RNG.integers(lo, hi, n).astype(vdtype)
+    u, a, r = call(keys, vals, op)
+    want_u, want_a = small_ref(keys, vals, op)
+    m = len(want_u)
+    assert r[0] == m
+    np.testing.assert_array_equal(u[:m], want_u)
+    np.testing.assert_array_equal(a[:m].astype(np.float64),
+                                  np.array(want_a, np.float64).astype(vals.dtype)
+                                  .astype(np.float64))
+    assert (a[m:] == np.array(55).astype(a.dtype)).all()
+
+
+@pytest.mark.parametrize("n", [1, 2, TILE - 1, TILE, TILE + 1, SMALL, SMALL + 1])
+def test_sizes_on_both_sides_of_the_threshold(n, launches):
+    """1 .. SMALL items: one launch; SMALL + 1: the multi-launch path (checked on
+    recorded launches, then run)."""
+    keys, vals = runs_of(n, max_run=9), RNG.integers(-9, 9, n).astype(np.int64)
+    u, a, r = np.zeros(n, np.int32), np.zeros(n, np.int64), np.zeros(1, np.int32)
+    R.reduce_by_key(np.zeros(1, np.uint8) if n <= SMALL else
+                    np.zeros(R.reduce_by_key(None, keys, u, vals, a, r, "add", n), np.uint8),
+                    keys, u, vals, a, r, "add", n)
+    names = [c[2].pyfunc.__name__ for c in launches.calls]
+    if n <= SMALL:
+        assert names == ["rbk_small"] and launches.calls[0][1] == (-(-n // TILE),)
+    else:
+        assert "rbk_small" not in names and len(names) >= 3
+
+
+@pytest.mark.parametrize("n", [1, 2, TILE - 1, TILE, TILE + 1, SMALL, SMALL + 1])
+def test_sizes_both_paths_agree(n, monkeypatch):
+    keys = runs_of(n, max_run=9)
+    vals = RNG.integers(-9, 9, n).astype(np.int64)
+    got = {}
+    for limit in (0, 1 << 20):
+        monkeypatch.setattr(RBK, "SMALL_MAX_ITEMS", limit)
+        got[limit] = [x.copy() for x in check(keys, vals, "add", operator.add)]
+    for x, y in zip(*got.values()):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_one_launch_float_sums_close_and_deterministic():
+    """float32 sums of runs of every length up to 3 tiles: within rounding of a
+    float64 reference, and bit-identical call to call."""
+    n = SMALL
+    keys = np.repeat(np.arange(n), RNG.integers(1, 3 * TILE, n))[:n].astype(np.int32)
+    vals = RNG.standard_normal(n).astype(np.float32)
+    u, a, r = call(keys, vals, "add")
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    m = starts.size
+    assert r[0] == m
+    np.testing.assert_allclose(a[:m], np.add.reduceat(vals.astype(np.float64), starts),
+                               rtol=1e-5, atol=1e-5)
+    for _ in range(2):
+        assert call(keys, vals, "add")[1].tobytes() == a.tobytes()
+
+
+def matmul2(p, q):
+    """2x2 integer matrices packed 4 x 8 bits in an int32 (mod 256), p @ q:
+    associative, not commutative."""
+    def e(x, i):
+        return (x >> (8 * i)) & 0xFF
+
+    def pack(a, b, c, d):
+        return (a & 0xFF) | ((b & 0xFF) << 8) | ((c & 0xFF) << 16) | ((d & 0xFF) << 24)
+    return pack(e(p, 0) * e(q, 0) + e(p, 1) * e(q, 2), e(p, 0) * e(q, 1) + e(p, 1) * e(q, 3),
+                e(p, 2) * e(q, 0) + e(p, 3) * e(q, 2), e(p, 2) * e(q, 1) + e(p, 3) * e(q, 3))
+
+
+def test_one_launch_non_commutative_matrix_product():
+    """A run spanning every tile, runs of one item at tile boundaries, and a
+    2x2 matrix product (associative, not commutative) folded in item order."""
+    n = 3 * TILE + 5
+    keys = np.zeros(n, np.int64)
+    keys[TILE - 1] = keys[TILE] = 1                   # single-item runs around tile 1's start
+    keys[TILE + 1:] = 2
+    keys[2 * TILE + 3:] = 3
+    vals = RNG.integers(0, 2**31, n, dtype=np.int64).astype(np.int32) & 0x7F7F7F7F
+    check(keys, vals, matmul2, lambda p, q: int(matmul2(np.int64(p), np.int64(q))))
+    assert matmul2(np.int64(vals[0]), np.int64(vals[1])) != \
+        matmul2(np.int64(vals[1]), np.int64(vals[0]))
+
+
+# --- the cached host path ---------------------------------------------------------------------
+def arrays(n=150, m=None):
+    m = n if m is None else m
+    keys = runs_of(n, max_run=9)
+    vals = RNG.integers(-9, 9, n).astype(np.float32)
+    return keys, vals, np.full(m, 77, np.int32), np.full(m, 55, np.float32), \
+        np.full(1, -1, np.int32)
+
+
+@pytest.fixture
+def general(monkeypatch):
+    return count_calls(monkeypatch, [(RBK, "_general", "general")])
+
+
+def test_cached_calls_take_no_general_path_and_match_it(general):
+    keys, vals, u, a, r = arrays()
+    temp = np.zeros(1, np.uint8)
+    for op, f in [("add", operator.add), (take_first, lambda p, q: p)]:
+        check(keys, vals, op, f)                          # (general: query and run)
+        seen = general["general"]
+        for n in (150, 149, 1, 64):
+            u[:] = 77
+            a[:] = 55
+            assert R.reduce_by_key(None, keys, u, vals, a, r, op, n) == 1
+            assert R.reduce_by_key(temp, keys, u, vals, a, r, op, n) == 1
+            want_u, want_a = reference(keys[:n].tolist(), vals[:n].tolist(), f)
+            m = len(want_u)
+            assert r[0] == m and (u[:m] == want_u).all() and (u[m:] == 77).all()
+            np.testing.assert_array_equal(a[:m], np.array(want_a, np.float32))
+        assert general["general"] == seen, "a cached call took the general path"
+
+
+def test_cached_and_general_paths_launch_the_same(launches, monkeypatch):
+    keys, vals, u, a, r = arrays()
+    temp = np.zeros(4, np.uint8)
+    R.reduce_by_key(temp, keys, u, vals, a, r, "max", 150)    # general
+    general = list(launches.calls)
+    launches.calls.clear()
+    R.reduce_by_key(temp, keys, u, vals, a, r, "max", 150)    # cached
+    assert launches.calls == general and len(general) == 1
+
+
+def test_cached_path_falls_back_raising_and_writing_nothing(general):
+    """Whatever changes between calls of a cached signature sends the call down
+    the general path, which raises its error before any launch."""
+    keys, vals, u, a, r = arrays(150, 200)
+    temp = np.zeros(1, np.uint8)
+    R.reduce_by_key(temp, keys, u, vals, a, r, "add", 150)
+    u[:], a[:], r[:] = 77, 55, -1
+    seen = general["general"]
+
+    def bad(exc, match, **kw):
+        args = dict(temp_storage=temp, d_keys_in=keys, d_unique_out=u, d_values_in=vals,
+                    d_aggregates_out=a, d_num_runs_out=r, op="add", num_items=150)
+        args.update(kw)
+        before = general["general"]
+        with pytest.raises(exc, match=match):
+            R.reduce_by_key(**args)
+        assert general["general"] == before + 1
+        assert (u == 77).all() and (a == 55).all() and r[0] == -1
+
+    bad(ValueError, "at least 1 bytes", temp_storage=np.zeros(0, np.uint8))
+    bad(ValueError, '"num_items".*more than "d_keys_in"', num_items=151)
+    bad(ValueError, '"d_values_in"', d_values_in=vals[:100])
+    bad(ValueError, '"d_unique_out".*room', d_unique_out=u[:100])
+    bad(ValueError, '"d_aggregates_out".*room', d_aggregates_out=a[:149])
+    bad(ValueError, '"d_aggregates_out".*overlaps "d_values_in"',
+        d_aggregates_out=vals.view(np.float32))
+    bad(ValueError, '"d_unique_out".*overlaps "d_keys_in"', d_unique_out=keys[::-1])
+    both = np.full(400, 55, np.float32)
+    bad(ValueError, '"d_aggregates_out".*overlaps "d_unique_out"', d_unique_out=both[:200].view(
+        np.int32), d_aggregates_out=both[100:])
+    bad(ValueError, '"d_num_runs_out".*overlaps', d_num_runs_out=u[5:6])
+    bad(TypeError, '"num_items"', num_items=150.0)
+    bad(ValueError, '"d_keys_in".*1-d', d_keys_in=np.zeros((10, 15), np.int32))
+    bad(TypeError, '"temp_storage"', temp_storage=[0])
+    a.shape = (2, 100)                                     # the same object, reshaped
+    bad(ValueError, '"d_aggregates_out".*1-d')
+    a.shape = (200,)
+    assert general["general"] == seen + 13
+    assert R.reduce_by_key(temp, keys, u, vals, a, r, "add", 150) == 1    # cached again
+    assert general["general"] == seen + 13 and r[0] > 0
+
+
+def test_cached_path_follows_policy_changes(general):
+    keys, vals, u, a, r = arrays()
+    temp = np.zeros(1, np.uint8)
+    R.reduce_by_key(temp, keys, u, vals, a, r, "add", 150)
+    R.reduce_by_key(temp, keys, u, vals, a, r, "add", 150)
+    seen = general["general"]
+    with override_policy("scan", block_threads=32):       # a new epoch: the signature is stale
+        R.reduce_by_key(temp, keys, u, vals, a, r, "add", 150)
+        assert general["general"] == seen + 1
+        R.reduce_by_key(temp, keys, u, vals, a, r, "add", 150)   # cached in the new epoch
+        assert general["general"] == seen + 1
+    R.reduce_by_key(temp, keys, u, vals, a, r, "add", 150)
+    assert general["general"] == seen + 2
+
+
+def test_cached_path_counts_beyond_the_threshold_and_zero_take_the_general_path(general):
+    keys, vals, u, a, r = arrays(SMALL + 50)
+    temp = np.zeros(R.reduce_by_key(None, keys, u, vals, a, r, "add", SMALL + 50), np.uint8)
+    R.reduce_by_key(temp, keys, u, vals, a, r, "add", SMALL)
+    seen = general["general"]
+    check_n = SMALL + 50
+    R.reduce_by_key(temp, keys, u, vals, a, r, "add", check_n)
+    R.reduce_by_key(temp, keys, u, vals, a, r, "add", 0)
+    assert general["general"] == seen + 2 and r[0] == 0
+
+
+def test_new_arrays_are_checked_again(general):
+    """The overlap checks are skipped only for the arrays of the last call that
+    passed them: other arrays of the same types are checked (and cached)."""
+    keys, vals, u, a, r = arrays()
+    temp = np.zeros(1, np.uint8)
+    R.reduce_by_key(temp, keys, u, vals, a, r, "add", 150)
+    seen = general["general"]
+    u2, a2 = u.copy(), a.copy()
+    R.reduce_by_key(temp, keys, u2, vals, a2, r, "add", 150)
+    assert general["general"] == seen
+    with pytest.raises(ValueError, match="overlaps"):
+        R.reduce_by_key(temp, keys, u2, vals, vals, r, "add", 150)
+    assert general["general"] == seen + 1
+
+
+def test_a_zero_d_count_is_not_cached(general):
+    keys, vals, u, a, _ = arrays()
+    r0 = np.array(-1, np.int64)
+    for _ in range(2):
+        R.reduce_by_key(np.zeros(1, np.uint8), keys, u, vals, a, r0, "add", 150)
+    assert general["general"] == 2 and int(r0) == len(reference(keys.tolist(),
+                                                                   vals.tolist(), max)[0])
+
+
 # --- GPU ---------------------------------------------------------------------------------------
 @pytest.fixture
 def cp():
@@ -255,10 +536,12 @@ def gpu_call(cp, keys, vals, op, stream=None):
 def shipped(monkeypatch):
     monkeypatch.setattr(RBK, "THREADS", 256)
     monkeypatch.setattr(RBK, "ITEMS_PER_THREAD", 4)
+    for name, value in SHIPPED.items():
+        monkeypatch.setattr(RBK, name, value)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("n", [1, 1000, 10**6 + 3])
+@pytest.mark.parametrize("n", [1, 1000, 4095, 4097, 1 << 16, (1 << 16) + 1, 10**6 + 3])
 def test_gpu_against_numpy(cp, shipped, n):
     keys = np.repeat(np.arange(n), np.random.default_rng(n).integers(1, 50, n))[:n].astype(np.int32)
     vals = np.random.default_rng(1).integers(-9, 9, n).astype(np.int64)
@@ -309,3 +592,20 @@ def test_gpu_cuda_graph_capture_and_replay(cp, shipped):
         assert int(r[0]) == m
         np.testing.assert_array_equal(cp.asnumpy(u[:m]), hk[starts])
         np.testing.assert_array_equal(cp.asnumpy(a[:m]), np.add.reduceat(hv, starts))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [1000, 1 << 16])
+def test_gpu_one_launch_bit_identical_and_cached(cp, shipped, general, n):
+    rng = np.random.default_rng(5)
+    keys = cp.asarray(np.repeat(np.arange(n), rng.integers(1, 3000, n))[:n].astype(np.int32))
+    vals = cp.asarray(rng.standard_normal(n).astype(np.float32))
+    first = [cp.asnumpy(v) for v in gpu_call(cp, keys, vals, "add")[:3]]
+    u, a, r, temp = gpu_call(cp, keys, vals, "add")
+    seen = general["general"]
+    for _ in range(5):
+        a.fill(0)
+        R.reduce_by_key(temp, keys, u, vals, a, r, "add", n)
+        for w, g in zip(first, (u, a, r)):
+            assert w.tobytes() == cp.asnumpy(g).tobytes()
+    assert general["general"] == seen

@@ -75,3 +75,34 @@ def test_64bit_offsets_compile(monkeypatch, method):
     for kernel, args in calls:
         src = ct.compile(kernel, args, arch="sm_90").source
         assert "long long" in src
+
+
+# DeviceReduce.reduce_by_key's one launch (rbk_small) at the shipped tile, up to the threshold
+RBK_CASES = {
+    "i32-f32-add": (np.int32, np.float32, "add"),
+    "i32-f32-max": (np.int32, np.float32, "max"),
+    "i32-f32-user": (np.int32, np.float32, user_add),
+    "i64-f64-add": (np.int64, np.float64, "add"),
+    "f64-i64-user": (np.float64, np.int64, user_add),
+    "bool-f16-add": (np.bool_, np.float16, "add"),
+    "u8-i8-xor": (np.uint8, np.int8, "xor"),
+}
+
+
+@pytest.mark.interpreter_only
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("case", list(RBK_CASES))
+def test_reduce_by_key_one_launch_compiles(monkeypatch, arch, case):
+    """Small inputs (at most SMALL_MAX_ITEMS): one launch of rbk_small with the
+    shipped SMALL_THREADS x SMALL_ITEMS_PER_THREAD tile, unspilled."""
+    from tilecore.algorithms import reduce_by_key as RBK
+    kd, vd, op = RBK_CASES[case]
+    n = RBK.SMALL_MAX_ITEMS
+    k, v = np.zeros(n, kd), np.zeros(n, vd)
+    u, a, r = np.zeros(n, kd), np.zeros(n, vd), np.zeros(1, np.int32)
+    monkeypatch.setattr(RBK, "_sigs", {})
+    (call,) = captured(monkeypatch, R.reduce_by_key, k, u, v, a, r, op, n)
+    kernel, args = call
+    assert kernel.pyfunc.__name__ == "rbk_small"
+    ck = ct.compile(kernel, args, arch=arch)
+    assert ck.stack_bytes == 0, f"{case}: spills ({ck.stack_bytes} bytes of stack)"

@@ -33,6 +33,7 @@ from ..dispatch.target import Target
 from ..dispatch.temp_storage import Layout, check_size
 from ..language import dtypes as D
 from ..language.dtypes import DType
+from . import reduce_by_key as _rbk
 from . import reduce_kernels as K
 from .shared import check_dtype, kernel_for, target_of, temp_buffer
 from .arrays import as_1d_output, check_1d, check_num_items, describe
@@ -482,6 +483,5 @@ class DeviceReduce:
         fold of its values with `op` (in order, never assumed commutative) to
         d_aggregates_out, and the number of runs to d_num_runs_out[0], as CUB's
         DeviceReduce::ReduceByKey (reduce_by_key.py)."""
-        from .reduce_by_key import reduce_by_key
-        return reduce_by_key(temp_storage, d_keys_in, d_unique_out, d_values_in,
+        return _rbk.reduce_by_key(temp_storage, d_keys_in, d_unique_out, d_values_in,
                              d_aggregates_out, d_num_runs_out, op, num_items, stream)
