@@ -2,11 +2,12 @@
 first-call goals), beside the peers of the same run.
 
 Table 1, host us per cached call, n = 2^10 .. 2^16 float32: DeviceReduce's
-two-phase calls (sum, min, arg_max, reduce with "add" and a float32 init; a
-cached temporary buffer), DeviceScan's (inclusive_sum, exclusive_sum,
-inclusive_scan with "add" and with a user function, exclusive_scan with a
-float32 init, inclusive_sum_by_key) and the convenience layer
-(tilecore.algorithms.sum, min, argmax, cumsum) on CuPy
+two-phase calls (sum, min, arg_max, reduce with "add" and a float32 init,
+reduce_by_key; a cached temporary buffer), DeviceScan's (inclusive_sum,
+exclusive_sum, inclusive_scan with "add" and with a user function,
+exclusive_scan with a float32 init, inclusive_sum_by_key),
+DeviceSegmentedReduce.sum over 64-item segments and the convenience layer
+(tilecore.algorithms.sum, min, argmax, cumsum, segmented_sum) on CuPy
 arrays and torch tensors, beside CuPy's x.sum() / x.argmax() / cumsum,
 torch's t.sum() / t.argmax() / cumsum, cuda.compute's reusable reduce
 object (when cuda-cccl is installed) and a bare tilecore launch of a one-block
@@ -122,7 +123,8 @@ def gpu_cases(n: int) -> dict:
     import cupy as cp
     import tilecore as ct
     import tilecore.algorithms as A
-    from tilecore.algorithms import DeviceReduce as R, DeviceScan as S
+    from tilecore.algorithms import DeviceReduce as R, DeviceScan as S, \
+        DeviceSegmentedReduce as G
     from tilecore.samples import vec_add
     cases: dict = {}
     x = cp.random.rand(n, dtype=cp.float32)
@@ -137,12 +139,21 @@ def gpu_cases(n: int) -> dict:
         torch = None
     for name, (a, empty) in libs.items():
         out, v, i = empty(1, np.float32), empty(1, np.float32), empty(1, np.int64)
-        y, keys = empty(n, np.float32), empty(n, np.int32)
-        keys[:] = 0
+        y = empty(n, np.float32)
+        sevens = (np.arange(n) // 7).astype(np.int32)         # keys in runs of 7
+        keys = cp.asarray(sevens) if name == "cupy" else torch.from_numpy(sevens).cuda()
+        # segments of 64 items; reduce_by_key's outputs and count
+        offsets = cp.asarray(np.arange(0, n + 1, 64, dtype=np.int32)) if name == "cupy" else \
+            torch.arange(0, n + 1, 64, dtype=torch.int32, device="cuda")
+        segs = offsets.shape[0] - 1
+        seg_out, uniq, aggs, runs = (empty(segs, np.float32), empty(n, np.int32),
+                                     empty(n, np.float32), empty(1, np.int32))
         nbytes = max(R.sum(None, a, out, n), R.arg_max(None, a, v, i, n),
                      S.inclusive_sum(None, a, y, n), S.exclusive_sum(None, a, y, n),
                      S.inclusive_scan(None, a, y, _user_add, n),
-                     S.inclusive_sum_by_key(None, keys, a, y, n))
+                     S.inclusive_sum_by_key(None, keys, a, y, n),
+                     G.sum(None, a, seg_out, segs, offsets[:-1], offsets[1:]),
+                     R.reduce_by_key(None, keys, uniq, a, aggs, runs, "add", n))
         temp = empty(nbytes, np.uint8)
         init = np.float32(0)
         cases.update({
@@ -164,6 +175,13 @@ def gpu_cases(n: int) -> dict:
                 lambda a=a, y=y, tmp=temp: S.exclusive_scan(tmp, a, y, "add", init, n),
             f"two-phase inclusive_sum_by_key ({name})":
                 lambda a=a, y=y, k=keys, tmp=temp: S.inclusive_sum_by_key(tmp, k, a, y, n),
+            f"two-phase segmented sum, 64-item segments ({name})":
+                lambda a=a, o=seg_out, b=offsets[:-1], e=offsets[1:], tmp=temp:
+                G.sum(tmp, a, o, segs, b, e),
+            f"two-phase reduce_by_key add ({name})":
+                lambda a=a, k=keys, u=uniq, g=aggs, r=runs, tmp=temp:
+                R.reduce_by_key(tmp, k, u, a, g, r, "add", n),
+            f"algorithms.segmented_sum ({name})": lambda a=a, off=offsets: A.segmented_sum(a, off),
             f"algorithms.sum ({name})": lambda a=a: A.sum(a),
             f"algorithms.min ({name})": lambda a=a: A.min(a),
             f"algorithms.argmax ({name})": lambda a=a: A.argmax(a),
@@ -225,7 +243,8 @@ def gpu_table(records: list) -> list:
 def cpu_table(records: list) -> list:
     import tilecore as ct
     import tilecore.algorithms as A
-    from tilecore.algorithms import DeviceReduce as R, DeviceScan as S
+    from tilecore.algorithms import DeviceReduce as R, DeviceScan as S, \
+        DeviceSegmentedReduce as G
     rows = []
     real = ct.launch
     try:
@@ -233,12 +252,19 @@ def cpu_table(records: list) -> list:
         for n in (1 << 10, 1 << 16):
             x = np.random.rand(n).astype(np.float32)
             out, v, i = np.zeros(1, np.float32), np.zeros(1, np.float32), np.zeros(1, np.int64)
-            y, keys = np.zeros(n, np.float32), np.zeros(n, np.int32)
+            y, keys = np.zeros(n, np.float32), (np.arange(n) // 7).astype(np.int32)
+            offsets = np.arange(0, n + 1, 64, dtype=np.int32)
+            segs = offsets.size - 1
+            seg_out, uniq, aggs, runs = (np.zeros(segs, np.float32), np.zeros(n, np.int32),
+                                         np.zeros(n, np.float32), np.zeros(1, np.int32))
             init = np.float32(0)
             temp = np.zeros(max(R.sum(None, x, out, n), R.arg_max(None, x, v, i, n),
                                 S.inclusive_sum(None, x, y, n),
                                 S.inclusive_scan(None, x, y, _user_add, n),
-                                S.inclusive_sum_by_key(None, keys, x, y, n)), np.uint8)
+                                S.inclusive_sum_by_key(None, keys, x, y, n),
+                                G.sum(None, x, seg_out, segs, offsets[:-1], offsets[1:]),
+                                R.reduce_by_key(None, keys, uniq, x, aggs, runs, "add", n)),
+                            np.uint8)
             cases = {"size query DeviceReduce.sum(None, ...)": lambda: R.sum(None, x, out, n),
                      "two-phase sum": lambda: R.sum(temp, x, out, n),
                      "two-phase min": lambda: R.min(temp, x, out, n),
@@ -257,6 +283,11 @@ def cpu_table(records: list) -> list:
                          lambda: S.exclusive_scan(temp, x, y, "add", init, n),
                      "two-phase inclusive_sum_by_key":
                          lambda: S.inclusive_sum_by_key(temp, keys, x, y, n),
+                     "two-phase segmented sum, 64-item segments":
+                         lambda: G.sum(temp, x, seg_out, segs, offsets[:-1], offsets[1:]),
+                     "two-phase reduce_by_key add":
+                         lambda: R.reduce_by_key(temp, keys, uniq, x, aggs, runs, "add", n),
+                     "algorithms.segmented_sum": lambda: A.segmented_sum(x, offsets),
                      "algorithms.sum": lambda: A.sum(x), "algorithms.argmax": lambda: A.argmax(x),
                      "algorithms.cumsum": lambda: A.cumsum(x)}
             for name, fn in cases.items():

@@ -27,8 +27,8 @@ whose five arrays' types and dtypes and operator were seen before (`_Sig`,
 one dict probe) re-checks the count (an int in 1 .. SMALL_MAX_ITEMS), the
 epoch, each array 1-d with enough elements, that no output shares a byte with
 an input or another output (the library's `apart`, whole arrays; skipped when
-the five array objects are those of the last call that passed, except for
-PyTorch tensors, whose memory can move in place), the device and the
+the five array objects are those of the last call that passed and, for
+PyTorch tensors, whose memory can move in place, still where they were), the device and the
 temporary storage (temp_at), then launches with the kept fast launcher.
 Anything else (larger counts, 0 items, a 0-d count output, mixed libraries)
 takes the general path, which raises the errors before any launch. Host
@@ -171,11 +171,12 @@ class _Sig(Signature):
     the outputs sharing no byte with the inputs or each other (whole arrays,
     by the library's `apart`; skipped for the same five array objects as the
     last call that passed, whose memory cannot have moved: a NumPy array,
-    CuPy array or DeviceArray keeps its buffer, and for a PyTorch tensor,
-    which can (`set_`, `resize_`), the checks run every call), the device
-    and the temporary storage (at least 1 byte)."""
+    CuPy array or DeviceArray keeps its buffer; a PyTorch tensor can move
+    (`set_`, `resize_`), so for tensors their pointers, sizes and strides
+    must be those of that call too), the device and the temporary storage (at
+    least 1 byte)."""
 
-    __slots__ = ("small", "max_items", "apart", "last")
+    __slots__ = ("small", "max_items", "apart", "last", "place", "places")
 
     def __init__(self, small: _Small, libs: tuple, device_id: int) -> None:
         super().__init__(libs, device_id)
@@ -183,8 +184,10 @@ class _Sig(Signature):
         self.max_items = SMALL_MAX_ITEMS
         lib = libs[0]
         self.apart = lib.apart if all(x is lib for x in libs) else None
-        # the last arrays that passed (weak references); () for PyTorch: never kept
-        self.last: Optional[tuple] = () if lib.name == "torch" else None
+        self.last: Optional[tuple] = None       # the last arrays that passed (weakly)
+        # where a tensor's memory is (PyTorch only) and where the last ones' was
+        self.place = _tensor_place if lib.name == "torch" else None
+        self.places: tuple = ()
 
     def call(self, temp, keys, uniq, vals, aggs, runs, n, stream) -> int:
         if type(n) is not int or not 0 < n <= self.max_items or self.epoch != epoch():
@@ -193,9 +196,11 @@ class _Sig(Signature):
         if lk.vec(keys) < n or lv.vec(vals) < n or lu.vec(uniq) < n or la.vec(aggs) < n or \
                 lr.vec(runs) < 1:
             return 0
-        last = self.last
-        if last is None or len(last) != 5 or last[0]() is not keys or last[1]() is not uniq or \
-                last[2]() is not vals or last[3]() is not aggs or last[4]() is not runs:
+        last, place = self.last, self.place
+        if last is None or last[0]() is not keys or last[1]() is not uniq or \
+                last[2]() is not vals or last[3]() is not aggs or last[4]() is not runs or \
+                place is not None and self.places != (place(keys), place(uniq), place(vals),
+                                                       place(aggs), place(runs)):
             if not self._apart(keys, uniq, vals, aggs, runs):
                 return 0
         if self.device >= 0 and not self.on_device((keys, uniq, vals, aggs, runs)):
@@ -218,7 +223,7 @@ class _Sig(Signature):
 
     def _apart(self, keys, uniq, vals, aggs, runs) -> bool:
         """Whether no output shares a byte with an input or another output (whole
-        arrays); remembers the arrays when they pass (not for PyTorch)."""
+        arrays); remembers the arrays (and tensors' places) when they pass."""
         apart = self.apart
         if apart is None:
             return False
@@ -227,9 +232,16 @@ class _Sig(Signature):
                 return False
         if not apart(uniq, aggs, 0) or not apart(uniq, runs, 0) or not apart(aggs, runs, 0):
             return False
-        if self.last != ():
-            self.last = tuple(map(_ref, (keys, uniq, vals, aggs, runs)))
+        arrays = (keys, uniq, vals, aggs, runs)
+        self.last = tuple(map(_ref, arrays))
+        if self.place is not None:
+            self.places = tuple(map(self.place, arrays))
         return True
+
+
+def _tensor_place(t: Any) -> tuple:
+    """Where a 1-d PyTorch tensor's elements are: (pointer, size, stride)."""
+    return t.data_ptr(), t.shape[0], t.stride(0)
 
 
 _sigs: dict[tuple, _Sig] = {}
