@@ -7,7 +7,7 @@ non-commutative user operator, the two-phase protocol and the errors
 and the scans it runs) makes the interpreter run many tiles; the suite's
 conftest also compiles every launch for sm_80 and sm_90.
 
-Both paths: inputs of at most SMALL_MAX_ITEMS items (here SMALL, 200) run one
+Both paths: inputs of at most small_max_items items (here SMALL, 200) run one
 launch of rbk_small, larger ones the multi-launch path; tests taking the
 `path` fixture run on each whatever the size. The cached host path: repeated
 calls skip the general path (counted), launch the same, and fall back to it
@@ -27,10 +27,6 @@ from tilecore.algorithms import DeviceReduce as R
 from tilecore.dispatch import override_policy
 from algo_helpers import count_calls
 
-SHIPPED = {name: getattr(RBK, name) for name in (
-    "SMALL_MAX_ITEMS", "SMALL_THREADS", "SMALL_ITEMS_PER_THREAD", "SMALL_USER_THREADS",
-    "SMALL_USER_ITEMS_PER_THREAD")}
-
 TILE = 64
 SMALL = 200             # the one-launch path's threshold in these tests
 SCAN_SMALL = dict(block_threads=32, items_per_thread=2, blocks_per_sm=2, small_items=0,
@@ -40,25 +36,26 @@ SIZES = [0, 1, 2, 31, 32, 33, TILE - 1, TILE, TILE + 1, 3001]
 RNG = np.random.default_rng(15)
 
 
+RBK_SMALL = dict(block_threads=32, items_per_thread=2, small_max_items=SMALL,
+                 small_block_threads=32, small_items_per_thread=2)
+
+
 @pytest.fixture(autouse=True)
-def small_tiles(monkeypatch):
-    monkeypatch.setattr(RBK, "THREADS", 32)
-    monkeypatch.setattr(RBK, "ITEMS_PER_THREAD", 2)
-    monkeypatch.setattr(RBK, "SMALL_THREADS", 32)
-    monkeypatch.setattr(RBK, "SMALL_ITEMS_PER_THREAD", 2)
-    monkeypatch.setattr(RBK, "SMALL_USER_THREADS", 32)
-    monkeypatch.setattr(RBK, "SMALL_USER_ITEMS_PER_THREAD", 2)
-    monkeypatch.setattr(RBK, "SMALL_MAX_ITEMS", SMALL)
-    monkeypatch.setattr(RBK, "_sigs", {})       # signatures keep the constants they saw
-    with override_policy("scan", **SCAN_SMALL):
+def small_tiles(request):
+    """64-item tiles for every kernel (the GPU tests taking `shipped`: the
+    shipped reduce_by_key policy)."""
+    with override_policy("scan", **SCAN_SMALL), \
+            override_policy("reduce_by_key", **({} if "shipped" in request.fixturenames
+                                                else RBK_SMALL)):
         yield
 
 
 @pytest.fixture(params=["one", "multi"])
-def path(request, monkeypatch):
+def path(request, small_tiles):
     """Run the test on the one-launch path (any size) or the multi-launch one."""
-    monkeypatch.setattr(RBK, "SMALL_MAX_ITEMS", 1 << 20 if request.param == "one" else 0)
-    return request.param
+    with override_policy("reduce_by_key",
+                         small_max_items=1 << 20 if request.param == "one" else 0):
+        yield request.param
 
 
 def wrap(dtype):
@@ -337,8 +334,8 @@ def test_sizes_both_paths_agree(n, monkeypatch):
     vals = RNG.integers(-9, 9, n).astype(np.int64)
     got = {}
     for limit in (0, 1 << 20):
-        monkeypatch.setattr(RBK, "SMALL_MAX_ITEMS", limit)
-        got[limit] = [x.copy() for x in check(keys, vals, "add", operator.add)]
+        with override_policy("reduce_by_key", small_max_items=limit):
+            got[limit] = [x.copy() for x in check(keys, vals, "add", operator.add)]
     for x, y in zip(*got.values()):
         np.testing.assert_array_equal(x, y)
 
@@ -582,11 +579,8 @@ def test_gpu_torch_tensor_moved_onto_an_input_is_refused():
 
 
 @pytest.fixture
-def shipped(monkeypatch):
-    monkeypatch.setattr(RBK, "THREADS", 256)
-    monkeypatch.setattr(RBK, "ITEMS_PER_THREAD", 4)
-    for name, value in SHIPPED.items():
-        monkeypatch.setattr(RBK, name, value)
+def shipped():
+    """The shipped reduce_by_key policy (small_tiles overrides none then)."""
 
 
 @pytest.mark.gpu

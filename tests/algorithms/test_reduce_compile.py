@@ -93,11 +93,13 @@ RBK_CASES = {
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("case", list(RBK_CASES))
 def test_reduce_by_key_one_launch_compiles(monkeypatch, arch, case):
-    """Small inputs (at most SMALL_MAX_ITEMS): one launch of rbk_small with the
-    shipped SMALL_THREADS x SMALL_ITEMS_PER_THREAD tile, unspilled."""
+    """The largest small input (the policy's small_max_items): one launch of
+    rbk_small with the shipped small tile, unspilled."""
     from tilecore.algorithms import reduce_by_key as RBK
+    from tilecore.dispatch.reduce_by_key_policy import select_reduce_by_key_policy
+    monkeypatch.setenv("TILECORE_ARCH", arch)      # the interpreter takes arch's policy
     kd, vd, op = RBK_CASES[case]
-    n = RBK.SMALL_MAX_ITEMS
+    n = select_reduce_by_key_policy(int(arch[3:]), {"op": "add"}).small_max_items
     k, v = np.zeros(n, kd), np.zeros(n, vd)
     u, a, r = np.zeros(n, kd), np.zeros(n, vd), np.zeros(1, np.int32)
     monkeypatch.setattr(RBK, "_sigs", {})

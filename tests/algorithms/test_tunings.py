@@ -172,3 +172,36 @@ def test_schema_is_the_tuners_search_space():
     assert s.param("block_threads").candidates() == [32, 64, 128, 256, 512, 1024]
     assert s.param("blocks_per_sm").candidates()[:3] == [1, 2, 3]
     assert {k.name for k in s.key_fields} == {"value_size", "accum", "op", "offset_size"}
+
+
+def test_reduce_by_key_policy_hub(tuning_dir):
+    """reduce_by_key's hub: the built-in policy from sm_70 on (user operators
+    on their own small tile), a user table's row by operator class and the
+    previous architecture's table, override_policy, and the schema's checks."""
+    from tilecore.dispatch.reduce_by_key_policy import select_reduce_by_key_policy
+    key = {"key_size": 4, "value_size": 4, "accum": "float32", "op": "add"}
+    user = dict(key, op="user")
+    for cc in (70, 80, 90, 120):
+        p = select_reduce_by_key_policy(cc, key)
+        assert (p.small_max_items, p.small_tile, p.source) == (1 << 16, 4096, "built-in")
+        assert (p.small_block_threads, p.small_items_per_thread) == (512, 8)
+        q = select_reduce_by_key_policy(cc, user)
+        assert (q.small_block_threads, q.small_items_per_thread) == (256, 16)
+    (tuning_dir / "reduce_by_key").mkdir()
+    (tuning_dir / "reduce_by_key" / "sm_80.yaml").write_text(
+        f"schema: 1\nalgorithm: reduce_by_key\narch: sm_80\n{PROV}\n"
+        "tunings:\n  - match: {op: user, value_size: 4}\n    params: {small_max_items: 8192}\n")
+    clear_cache()
+    assert select_reduce_by_key_policy(90, user).small_max_items == 8192     # sm_80's table
+    assert select_reduce_by_key_policy(90, key).small_max_items == 1 << 16   # no row: built-in
+    assert select_reduce_by_key_policy(75, user).small_max_items == 1 << 16  # sm_70: none
+    with override_policy("reduce_by_key", small_max_items=0):
+        p = select_reduce_by_key_policy(90, key)
+        assert (p.small_max_items, p.source) == (0, "override_policy()")
+    with pytest.raises(TuningError, match="constraint violated: small_block_threads"):
+        with override_policy("reduce_by_key", small_block_threads=1024,
+                             small_items_per_thread=32):
+            select_reduce_by_key_policy(90, key)
+    with pytest.raises(TuningError, match="unknown reduce_by_key parameter 'threads'"):
+        with override_policy("reduce_by_key", threads=64):
+            pass

@@ -8,7 +8,8 @@ assumed commutative), and d_num_runs_out[0] the number of runs. Nothing
 beyond the first num_runs elements of d_unique_out and d_aggregates_out is
 written; num_items == 0 writes d_num_runs_out[0] = 0 and nothing else.
 
-Small inputs (1 .. SMALL_MAX_ITEMS = 2^16 items): one launch of `rbk_small`
+Small inputs (1 .. the policy's small_max_items, 2^16: dispatch/
+reduce_by_key_policy.py): one launch of `rbk_small`
 (reduce_by_key_kernels.py), no temporary storage (1 byte asked for). Block t
 of cdiv(n, TILE) handles tile t: it recomputes from the tiles before it the
 runs started before its first item and the open run's aggregate (re-reads
@@ -24,7 +25,7 @@ tile (2^16: 36.7 / 16.6).
 
 Cached host path (hostpath.py, as DeviceReduce's and DeviceScan's): a call
 whose five arrays' types and dtypes and operator were seen before (`_Sig`,
-one dict probe) re-checks the count (an int in 1 .. SMALL_MAX_ITEMS), the
+one dict probe) re-checks the count (an int in 1 .. small_max_items), the
 epoch, each array 1-d with enough elements, that no output shares a byte with
 an input or another output (the library's `apart`, whole arrays; skipped when
 the five array objects are those of the last call that passed and, for
@@ -70,6 +71,7 @@ from typing import Any, Optional
 import tilecore as ct
 
 from ..dispatch.buffers import device_buffer, host_buffer
+from ..dispatch.reduce_by_key_policy import ReduceByKeyPolicy, select_reduce_by_key_policy
 from ..dispatch.target import device_target, interpreter_target
 from ..dispatch.temp_storage import Layout, check_size
 from ..host.launch import fast_launcher
@@ -86,34 +88,8 @@ from .shared import kernel_for, temp_buffer
 
 __all__ = ["reduce_by_key"]
 
-THREADS = 256             # threads per block of rbk_heads / rbk_scatter
-ITEMS_PER_THREAD = 4      # items per thread: a tile of THREADS * ITEMS_PER_THREAD items
-# num_items <= SMALL_MAX_ITEMS: one launch of rbk_small (module docstring) on tiles of
-# SMALL_THREADS x SMALL_ITEMS_PER_THREAD items. Device us per call on an H200 (float32 sums,
-# int32 keys in runs of 7; .gpu/rbk_small.py), one launch at 512 x 8 against the multi-launch
-# path: 2^10 3.5 vs 12.6, 2^14 6.7 vs 19.2, 2^16 11.8 vs ~15, 2^17 18.6 vs 17.7: one launch
-# up to 2^16 (512 x 16, 256 x 16, 256 x 32, 1024 x 8 were slower; 512 x 16 spills with
-# 8-byte keys and values under NVRTC, 512 x 8 does not)
-# User operators take 256 x 16 (as fast: 13.9 us at 2^16, runs of 7; 512 x 8 spills 24 bytes
-# for a float32 `a + b` under NVRTC for sm_80, 256 x 16 nothing for 4- or 8-byte types).
-SMALL_MAX_ITEMS = 1 << 16
-SMALL_THREADS = 512
-SMALL_ITEMS_PER_THREAD = 8
-SMALL_USER_THREADS = 256
-SMALL_USER_ITEMS_PER_THREAD = 16
 _WIDE = 1 << 31
 _INTS = tuple(d for d in NUMERIC if d.is_integer)
-
-_kernels: dict[tuple, Any] = {}
-
-
-def _kernel(fn, threads: int):
-    key = (fn.pyfunc, threads)
-    k = _kernels.get(key)
-    if k is None:
-        k = _kernels[key] = ct.kernel(fn.pyfunc, num_threads=threads)
-    return k
-
 
 _SUM_LIKE = ("add", "mul", "and", "or", "xor")
 
@@ -130,13 +106,11 @@ class _Small:
 
     __slots__ = ("kernel", "tile", "tail", "host", "fast")
 
-    def __init__(self, keys: DType, values: DType, name: Optional[str], op: Any,
+    def __init__(self, policy: ReduceByKeyPolicy, values: DType, name: Optional[str], op: Any,
                  host: bool) -> None:
         acc = accumulator(values, name)
-        threads, items = (SMALL_THREADS, SMALL_ITEMS_PER_THREAD) if name else \
-            (SMALL_USER_THREADS, SMALL_USER_ITEMS_PER_THREAD)
-        self.kernel = kernel_for(K.rbk_small, threads)
-        self.tile = threads * items
+        self.kernel = kernel_for(K.rbk_small, policy.small_block_threads)
+        self.tile = policy.small_tile
         self.tail = (self.tile, acc, name or "user", None if name else op,
                      identity(name, acc) if name else 0)
         self.host = host
@@ -166,8 +140,8 @@ class _Sig(Signature):
     launch, and the last five arrays (weakly) that passed the overlap checks.
     `call` re-checks what may differ between calls and returns 0 when
     anything is unusual (the caller then takes the general path, which raises
-    the errors): the count (an int in 1 .. SMALL_MAX_ITEMS as it was when
-    the signature was made), the epoch, each array 1-d with enough elements,
+    the errors): the count (an int in 1 .. the policy's small_max_items
+    when the signature was made: the epoch changes with the policy), the epoch, each array 1-d with enough elements,
     the outputs sharing no byte with the inputs or each other (whole arrays,
     by the library's `apart`; skipped for the same five array objects as the
     last call that passed, whose memory cannot have moved: a NumPy array,
@@ -178,10 +152,10 @@ class _Sig(Signature):
 
     __slots__ = ("small", "max_items", "apart", "last", "place", "places")
 
-    def __init__(self, small: _Small, libs: tuple, device_id: int) -> None:
+    def __init__(self, small: _Small, max_items: int, libs: tuple, device_id: int) -> None:
         super().__init__(libs, device_id)
         self.small = small
-        self.max_items = SMALL_MAX_ITEMS
+        self.max_items = max_items
         lib = libs[0]
         self.apart = lib.apart if all(x is lib for x in libs) else None
         self.last: Optional[tuple] = None       # the last arrays that passed (weakly)
@@ -319,8 +293,12 @@ def _general(temp_storage, d_keys_in, d_unique_out, d_values_in, d_aggregates_ou
                    [("d_keys_in", a_keys, n), ("d_values_in", a_vals, n)])
     target = interpreter_target() if host else \
         device_target(next(a.device_id for _, a in named if a.device_id >= 0))
-    if 0 < n <= SMALL_MAX_ITEMS:
-        small = _Small(a_keys.dtype, a_vals.dtype, name, op, host)
+    acc = accumulator(a_vals.dtype, name)
+    policy = select_reduce_by_key_policy(target.cc, {
+        "key_size": a_keys.dtype.itemsize, "value_size": a_vals.dtype.itemsize,
+        "accum": acc.name, "op": name or "user"})
+    if 0 < n <= policy.small_max_items:
+        small = _Small(policy, a_vals.dtype, name, op, host)
         needed = Layout(0).size()
         if temp_storage is not None:
             check_size(needed, temp_buffer(temp_storage, host).nbytes)
@@ -329,7 +307,7 @@ def _general(temp_storage, d_keys_in, d_unique_out, d_values_in, d_aggregates_ou
         if a_runs.obj is d_num_runs_out:       # (a 0-d count is viewed as 1-d: not cached)
             objs = (d_keys_in, d_unique_out, d_values_in, d_aggregates_out, d_num_runs_out)
             remember(_sigs, key, objs,
-                     lambda libs: _Sig(small, libs, target.device_id))
+                     lambda libs: _Sig(small, policy.small_max_items, libs, target.device_id))
         return needed
 
     wide = n >= _WIDE
@@ -356,16 +334,16 @@ def _general(temp_storage, d_keys_in, d_unique_out, d_values_in, d_aggregates_ou
     launch = ct.launch
     runs_out = a_runs.obj
     if n == 0:
-        launch(stream, (1,), _kernel(K.rbk_zero, 32), (runs_out,))
+        launch(stream, (1,), kernel_for(K.rbk_zero, 32), (runs_out,))
         return needed
     tmp_v, flags_v, scanned_v = buf.view(scan_tmp), buf.view(flags), buf.view(scanned)
-    threads = THREADS
-    tile = threads * ITEMS_PER_THREAD
+    threads = policy.block_threads
+    tile = threads * policy.items_per_thread
     grid = (-(-n // tile),)
     keys = a_keys.obj
-    launch(stream, grid, _kernel(K.rbk_heads, threads), (keys, flags_v, n, tile, wide))
+    launch(stream, grid, kernel_for(K.rbk_heads, threads), (keys, flags_v, n, tile, wide))
     DeviceScan.inclusive_sum(tmp_v, flags_v, flags_v, n, stream=stream)
     DeviceScan.inclusive_scan_by_key(tmp_v, keys, a_vals.obj, scanned_v, op, n, stream=stream)
-    launch(stream, grid, _kernel(K.rbk_scatter, threads),
+    launch(stream, grid, kernel_for(K.rbk_scatter, threads),
            (keys, scanned_v, flags_v, a_uniq.obj, a_aggs.obj, runs_out, n, tile, wide))
     return needed

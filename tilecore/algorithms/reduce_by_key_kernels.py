@@ -18,7 +18,7 @@ The algorithm (reduce_by_key.py) runs DeviceScan between these kernels:
 
 `rbk_zero` writes num_runs = 0 for num_items == 0.
 
-Small inputs (reduce_by_key.SMALL_MAX_ITEMS) take one launch of `rbk_small`
+Small inputs (the policy's small_max_items) take one launch of `rbk_small`
 instead, without temporary storage: block t handles tile t (TILE items) and
 first recomputes what the tiles before it carry into it, as
 DeviceScan's scan_recompute does:

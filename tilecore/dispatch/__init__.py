@@ -10,7 +10,7 @@
   typed views of it.
 - `hub`: the selection every policy hub makes (built-in policy, tables,
   overrides, validation), written once; `reduce_policy`, `scan_policy`,
-  `segmented_policy`: the algorithms' hubs.
+  `segmented_policy`, `reduce_by_key_policy`: the algorithms' hubs.
 - `overrides`: a context manager replacing an algorithm's policy fields (tests,
   experiments, the tuner).
 """

@@ -373,6 +373,36 @@ SEGMENTED_REDUCE = AlgorithmSchema(
 )
 SCHEMAS["segmented_reduce"] = SEGMENTED_REDUCE
 
+REDUCE_BY_KEY = AlgorithmSchema(
+    algorithm="reduce_by_key",
+    params=(
+        Param("block_threads", 32, 1024, True,
+              "threads per block of rbk_heads and rbk_scatter (the multi-launch path)"),
+        Param("items_per_thread", 1, 32, True, "their items per thread"),
+        Param("small_max_items", 0, 1 << 24, False,
+              "inputs of 1 .. this many items run one launch of rbk_small (each block "
+              "recomputes what the tiles before it carry in); 0: never",
+              grid=tuple(1 << e for e in range(10, 19))),
+        Param("small_block_threads", 32, 1024, True, "threads per block of rbk_small"),
+        Param("small_items_per_thread", 1, 64, True,
+              "rbk_small's tile holds small_block_threads * small_items_per_thread items"),
+    ),
+    key_fields=(
+        KeyField("key_size", (1, 2, 4, 8), "bytes per key"),
+        KeyField("value_size", (1, 2, 4, 8), "bytes per value"),
+        KeyField("accum", _DTYPE_NAMES, "accumulator dtype"),
+        KeyField("op", ("add", "mul", "min", "max", "and", "or", "xor", "user"),
+                 "operator class ('user': a user function)"),
+    ),
+    constraints=(
+        Constraint("block_threads * items_per_thread <= 16384",
+                   lambda p: p["block_threads"] * p["items_per_thread"] <= 16384),
+        Constraint("small_block_threads * small_items_per_thread <= 16384",
+                   lambda p: p["small_block_threads"] * p["small_items_per_thread"] <= 16384),
+    ),
+)
+SCHEMAS["reduce_by_key"] = REDUCE_BY_KEY
+
 
 def schema_for(algorithm: str) -> AlgorithmSchema:
     try:
