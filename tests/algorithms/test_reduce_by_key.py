@@ -258,6 +258,10 @@ def test_errors_name_the_problem_and_write_nothing(path):
     bad(TypeError, '"d_values_in".*integer', op="xor")
     bad(ValueError, '"d_aggregates_out".*overlaps "d_values_in"', d_aggregates_out=vals)
     bad(ValueError, '"d_unique_out".*overlaps "d_keys_in"', d_unique_out=keys)
+    wide = np.full(3 * n, 55, np.float32)   # the first n elements apart, the arrays not:
+    wide[:n] = 1                            # the API's error, not the launcher's
+    bad(ValueError, '"d_aggregates_out": it overlaps "d_values_in"', d_values_in=wide[:2 * n],
+        d_aggregates_out=wide[3 * n // 2:])
     bad(TypeError, '"temp_storage"', temp_storage="x")
 
 

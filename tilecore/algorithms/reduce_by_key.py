@@ -288,9 +288,12 @@ def _general(temp_storage, d_keys_in, d_unique_out, d_values_in, d_aggregates_ou
                              f"runs (the most there can be), got {a.size} elements")
     name = op_name(op)
     check_operand_dtype(name, a_vals.dtype, "d_values_in") if name is not None else None
-    _check_overlap([("d_unique_out", a_uniq, n), ("d_aggregates_out", a_aggs, n),
-                    ("d_num_runs_out", a_runs, 1)],
-                   [("d_keys_in", a_keys, n), ("d_values_in", a_vals, n)])
+    # whole arrays, as every launch checks them (tilecore.launch: an array a kernel writes
+    # shares no memory with another argument), so that the error names the API's arguments
+    _check_overlap([(nm, a, a.size) for nm, a in (("d_unique_out", a_uniq),
+                                                  ("d_aggregates_out", a_aggs),
+                                                  ("d_num_runs_out", a_runs))],
+                   [("d_keys_in", a_keys, a_keys.size), ("d_values_in", a_vals, a_vals.size)])
     target = interpreter_target() if host else \
         device_target(next(a.device_id for _, a in named if a.device_id >= 0))
     acc = accumulator(a_vals.dtype, name)
