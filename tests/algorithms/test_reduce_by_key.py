@@ -278,10 +278,23 @@ def keys_of(dtype, n):
     return np.repeat(runs, RNG.integers(1, 7, n))[:n].astype(dtype)
 
 
+def cub_accumulator(dtype, op):
+    """CUB's accumulator of op(value, value), written out: sums of integers
+    narrower than int in int32, of float16/bfloat16 in float32; max and min in
+    the value type."""
+    dtype = np.dtype(dtype)
+    if op != "add":
+        return dtype
+    if dtype.kind in "iub" and dtype.itemsize < 4:
+        return np.dtype(np.int32)
+    if dtype in (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)):
+        return np.dtype(np.float32)
+    return dtype
+
+
 def small_ref(keys, vals, op):
     """reference() in float64 (floats) or exact Python ints (wrapped: CUB's accumulator)."""
-    acc = np.dtype(RBK.accumulator(RBK.describe(vals, "v").dtype,
-                                   RBK.op_name(op)).numpy_dtype)
+    acc = cub_accumulator(vals.dtype, op)
     fix = wrap(acc)
     f = {"add": operator.add, "max": max, "min": min}[op]
     as_py = vals.astype(np.float64).tolist() if acc.kind == "f" else vals.astype(object).tolist()

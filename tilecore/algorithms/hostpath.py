@@ -20,9 +20,10 @@ call and two or three attribute reads.
 
 What every algorithm's cached path shares: `find` and `remember` (a table of
 signatures keyed by a method tag and the arrays' types and dtypes),
-`Signature` (the per-call checks of the device and the temporary storage)
-and `host_views` / `views_at` / `device_views` (an algorithm's temporaries as
-arrays at their offsets in the caller's buffer).
+`Signature` (the per-call checks of the device and the temporary storage),
+`host_views` / `views_at` / `device_views` (an algorithm's temporaries as
+arrays at their offsets in the caller's buffer) and `kept` (a bounded
+cache's get-or-make).
 
 `epoch()` changes when what plans depend on changes (policy overrides,
 TILECORE_TUNING_DIR, TILECORE_ARCH); a signature remembers the epoch it was made in.
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -39,7 +40,7 @@ from ..dispatch import overrides
 from ..runtime import DeviceArray
 
 __all__ = ["Lib", "lib_of", "epoch", "one_device", "library_stream", "Signature", "find",
-           "remember", "host_views", "views_at", "device_views", "NARROW", "SHAPES_KEPT",
+           "remember", "host_views", "views_at", "device_views", "kept", "NARROW", "SHAPES_KEPT",
            "VIEWS_KEPT"]
 
 
@@ -351,15 +352,21 @@ def views_at(ptr: int, aliases: tuple, device: int) -> tuple:
     return tuple(DeviceArray(ptr + off, (count,), (1,), dt, device) for off, dt, count in aliases)
 
 
+def kept(cache: dict, key: Any, limit: int, make: Callable[..., Any], *args: Any) -> Any:
+    """cache[key], made as make(*args) when missing; a cache of `limit`
+    entries is emptied first (what a process keeps stays bounded)."""
+    got = cache.get(key)
+    if got is None:
+        if len(cache) >= limit:
+            cache.clear()
+        got = cache[key] = make(*args)
+    return got
+
+
 def device_views(cache: dict, key: tuple, ptr: int, aliases: tuple, device: int) -> tuple:
     """views_at(ptr, aliases, device), kept in `cache` under `key` (which
     names ptr and the aliases), so that a repeated call makes no object."""
-    views = cache.get(key)
-    if views is None:
-        if len(cache) >= VIEWS_KEPT:
-            cache.clear()
-        views = cache[key] = views_at(ptr, aliases, device)
-    return views
+    return kept(cache, key, VIEWS_KEPT, views_at, ptr, aliases, device)
 
 
 # -- the library's current stream (the convenience layer) ---------------------------------------

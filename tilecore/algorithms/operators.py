@@ -30,7 +30,7 @@ from ..language import ops as L
 from ..language.dtypes import DType
 
 __all__ = ["WELL_KNOWN", "op_name", "same_function", "identity", "cxx_arithmetic",
-           "sum_accumulator", "check_operand_dtype", "NUMERIC", "scalar_dtype", "as_scalar"]
+           "sum_accumulator", "op_accumulator", "check_operand_dtype", "NUMERIC", "scalar_dtype", "as_scalar"]
 
 WELL_KNOWN = ("add", "mul", "min", "max", "and", "or", "xor")
 _BY_FUNCTION = {operator.add: "add", operator.mul: "mul", builtins.min: "min",
@@ -149,6 +149,17 @@ def sum_accumulator(in_dtype: DType, out_dtype: DType) -> DType:
     output) as every tilecore reduction of narrow floats does."""
     acc = cxx_arithmetic(in_dtype, out_dtype)
     return D.float32 if acc in (D.float16, D.bfloat16) else acc
+
+
+_SUM_LIKE = ("add", "mul", "and", "or", "xor")
+
+
+def op_accumulator(values: DType, name: Optional[str]) -> DType:
+    """The accumulator of op(value, value), as CUB's scans and reduce-by-key
+    take it: the sum's for add/mul/and/or/xor (integers narrower than int in
+    int32, narrow floats in float32), the value type for min/max and user
+    operators."""
+    return sum_accumulator(values, values) if name in _SUM_LIKE else values
 
 
 def scalar_dtype(value: Any) -> Optional[DType]:

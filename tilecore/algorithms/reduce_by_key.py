@@ -81,8 +81,8 @@ from . import reduce_by_key_kernels as K
 from .arrays import Arg, as_1d_output, byte_span, check_1d, check_num_items, describe, \
     same_side
 from .hostpath import Signature, epoch, remember
-from .operators import (NUMERIC, check_operand_dtype, identity, op_name, same_function,
-                        sum_accumulator)
+from .operators import NUMERIC, check_operand_dtype, identity, op_accumulator, op_name, \
+    same_function
 from .scan import KEY_DTYPES, DeviceScan, inclusive_temp_bytes
 from .shared import kernel_for, temp_buffer
 
@@ -90,14 +90,6 @@ __all__ = ["reduce_by_key"]
 
 _WIDE = 1 << 31
 _INTS = tuple(d for d in NUMERIC if d.is_integer)
-
-_SUM_LIKE = ("add", "mul", "and", "or", "xor")
-
-
-def accumulator(values: DType, name: Optional[str]) -> DType:
-    """CUB's accumulator of op(value, value) (DeviceScan's rule "op")."""
-    return sum_accumulator(values, values) if name in _SUM_LIKE else values
-
 
 class _Small:
     """The one launch of a small reduce_by_key for one (key dtype, value dtype,
@@ -108,7 +100,7 @@ class _Small:
 
     def __init__(self, policy: ReduceByKeyPolicy, values: DType, name: Optional[str], op: Any,
                  host: bool) -> None:
-        acc = accumulator(values, name)
+        acc = op_accumulator(values, name)
         self.kernel = kernel_for(K.rbk_small, policy.small_block_threads)
         self.tile = policy.small_tile
         self.tail = (self.tile, acc, name or "user", None if name else op,
@@ -183,16 +175,7 @@ class _Sig(Signature):
             return 1
         if self.temp_at(temp, 1) < 0:
             return 0
-        small = self.small          # small.launch, inline
-        grid = ((n + small.tile - 1) // small.tile,)
-        args = (keys, vals, uniq, aggs, runs, n) + small.tail
-        fast = small.fast
-        if fast is None or not fast(stream, grid, args):
-            if self.host:
-                ct.launch(None, grid, small.kernel, args)       # (tests replace ct.launch)
-            else:
-                ct.launch(stream, grid, small.kernel, args)
-                small.fast = fast_launcher(small.kernel)
+        self.small.launch(None if self.host else stream, keys, vals, uniq, aggs, runs, n)
         return 1
 
     def _apart(self, keys, uniq, vals, aggs, runs) -> bool:
@@ -296,7 +279,7 @@ def _general(temp_storage, d_keys_in, d_unique_out, d_values_in, d_aggregates_ou
                    [("d_keys_in", a_keys, a_keys.size), ("d_values_in", a_vals, a_vals.size)])
     target = interpreter_target() if host else \
         device_target(next(a.device_id for _, a in named if a.device_id >= 0))
-    acc = accumulator(a_vals.dtype, name)
+    acc = op_accumulator(a_vals.dtype, name)
     policy = select_reduce_by_key_policy(target.cc, {
         "key_size": a_keys.dtype.itemsize, "value_size": a_vals.dtype.itemsize,
         "accum": acc.name, "op": name or "user"})

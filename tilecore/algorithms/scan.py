@@ -47,8 +47,8 @@ from .shared import check_dtype, kernel_for, target_of, temp_buffer
 from .arrays import Arg, byte_span, check_1d, check_num_items, describe
 from .hostpath import (NARROW, SHAPES_KEPT, VIEWS_KEPT, Signature, epoch, find, host_views,
                        remember, views_at)
-from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, same_function,
-                        scalar_dtype, sum_accumulator)
+from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_accumulator,
+                        op_name, same_function, scalar_dtype, sum_accumulator)
 
 __all__ = ["DeviceScan"]
 
@@ -253,7 +253,6 @@ def _in_place(a_in: Arg, a_out: Arg, n: int, out_name: str = "d_out",
                      f"as both)")
 
 
-_SUM_LIKE = ("add", "mul", "and", "or", "xor")
 
 
 def _accumulator(rule: str, name: Optional[str], a_in: Arg, a_out: Arg, init: Any) -> DType:
@@ -263,9 +262,7 @@ def _accumulator(rule: str, name: Optional[str], a_in: Arg, a_out: Arg, init: An
     if rule == "out":   # the convenience layer: NumPy's cumsum accumulates in the result's type
         return sum_accumulator(a_in.dtype, a_out.dtype)
     if rule == "op":
-        if name in _SUM_LIKE:
-            return sum_accumulator(a_in.dtype, a_in.dtype)
-        return a_in.dtype
+        return op_accumulator(a_in.dtype, name)
     acc = scalar_dtype(init) or a_out.dtype
     if acc not in NUMERIC:
         raise TypeError(f'Invalid argument "init": dtype {acc.name} is not supported')

@@ -98,22 +98,16 @@ class _SegmentedSum:
         partials = None
         if self.stream is None:
             if run.aliases:
-                partials = run.host_partials(self._temp(x, self.root, run.needed)[0])
+                buf = _c.temp_entry(self.library, self.root, run.needed, x)[0]
+                partials = run.host_partials(buf)
             run.go(None, flat, begins, ends, (out,), n, sig.init, partials)
             return out
         stream = self.stream(x)
         if run.aliases:
-            ptr = self._temp(x, (self.root, self.device, stream), run.needed)[2]
+            ptr = _c.temp_entry(self.library, (self.root, self.device, stream), run.needed, x)[2]
             partials = run.device_partials(ptr, self.device)
         run.go(stream, flat, begins, ends, (out,), n, sig.init, partials)
         return out
-
-    def _temp(self, x: Any, key: Any, needed: int) -> tuple:
-        """The convenience layer's cached buffer under `key` (convenience.temp_entry)."""
-        entry = _c._temp.get(key)
-        if entry is None or entry[1] < needed:
-            entry = _c.temp_entry(self.library, key, needed, x)
-        return entry
 
 
 _sums: dict[tuple, _SegmentedSum] = {}

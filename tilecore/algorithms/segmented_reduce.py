@@ -56,7 +56,7 @@ from ..runtime import DeviceArray
 from . import segmented_kernels as K
 from .shared import check_dtype, kernel_for, target_of, temp_buffer
 from .arrays import Arg, address, check_1d, describe
-from .hostpath import SHAPES_KEPT, Signature, device_views, epoch, host_views, remember
+from .hostpath import SHAPES_KEPT, Signature, device_views, epoch, host_views, kept, remember
 from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, same_function,
                         scalar_dtype, sum_accumulator)
 
@@ -94,15 +94,8 @@ class _Plan:
         length), made once and kept in `runs` (default: the plan's; a caller
         whose arguments are of other kinds keeps its own, and so its own fast
         launchers): the kernel's shape depends on both counts."""
-        if runs is None:
-            runs = self.runs
-        key = (num_segments, num_items)
-        got = runs.get(key)
-        if got is None:
-            if len(runs) >= SHAPES_KEPT:
-                runs.clear()
-            got = runs[key] = _make_launches(self, num_segments, num_items)
-        return got
+        return kept(self.runs if runs is None else runs, (num_segments, num_items),
+                    SHAPES_KEPT, _make_launches, self, num_segments, num_items)
 
 
 _plans: dict[tuple, _Plan] = {}
