@@ -375,7 +375,8 @@ def test_exact_operator_classes():
     assert exact_operator("add", D.int32) and exact_operator("xor", D.uint8)
     assert exact_operator("min", D.float32) and exact_operator("max", D.bfloat16)
     assert not exact_operator("add", D.float32) and not exact_operator("mul", D.float64)
-    assert not exact_operator("user", D.int32)
+    assert exact_operator("user", D.int32) and exact_operator("user", D.uint8)
+    assert not exact_operator("user", D.float32) and not exact_operator("user", D.bfloat16)
 
 
 @pytest.mark.parametrize("mode", [LOOKBACK, GROUPS], ids=["lookback", "groups"])

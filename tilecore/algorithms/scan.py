@@ -63,10 +63,12 @@ _EXACT_INT = ("add", "mul", "and", "or", "xor")
 
 def exact_operator(kind: str, acc: DType) -> bool:
     """True when every association of the operator gives the same bits: integer
-    add/mul/and/or/xor (wrapping) and min/max of any dtype (fmin/fmax for
-    floats: ties take the later operand, NaNs are ignored, so the result is the
-    last item attaining the minimum whatever the association)."""
-    return kind in ("min", "max") or (kind in _EXACT_INT and not acc.is_float)
+    add/mul/and/or/xor (wrapping), min/max of any dtype (fmin/fmax for floats:
+    ties take the later operand, NaNs are ignored, so the result is the last
+    item attaining the minimum whatever the association), and a user operator
+    on an integer accumulator (associative by the API's contract, as in CUB,
+    and integer results are never rounded)."""
+    return kind in ("min", "max") or (kind in _EXACT_INT + ("user",) and not acc.is_float)
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ the range) and value (the operator folded from the last head on). `join`
 combines consecutive parts in order; it is associative and not commutative.
 
 Drivers (the policy's `mode` chooses; `exact_mode` for exact operators: integer
-add/mul/and/or/xor and min/max of any dtype, whose every association gives the
-same bits):
+add/mul/and/or/xor, min/max of any dtype and user operators on integers, whose
+every association gives the same bits):
 
 - `scan_lookback` (mode 2, exact operators only): the decoupled look-back of
   examples/lookback_scan.py (its docstring). Blocks take tile numbers from an
@@ -86,6 +86,7 @@ __all__ = ["scan_init", "scan_fenwick", "scan_lookback", "scan_groups", "scan_re
 MO, MS = ct.MemoryOrder, ct.MemoryScope
 ZERO = ct.PaddingMode.ZERO
 READY, HEAD, PREFIX = 1, 2, 4
+LB_NOT_READY, LB_FOUND, LB_LIVE = 1, 2, 4     # mode 2: a window's lanes folded (lb_combine)
 GROUPS = 256        # mode 3: group words every tile loads (the host widens groups to fit)
 
 
@@ -498,11 +499,14 @@ def flags_of(head):
 
 # --- decoupled look-back (exact operators) ----------------------------------------------------
 @ct.function
-def lb_combine(r_a, f_a, a, r_b, f_b, b, KIND, OP, ACC):
-    """(ready, found, value) of consecutive windows lanes a then b: all ready, a
-    complete prefix found, the value from the newest complete one on."""
-    return (ct.minimum(r_a, r_b), ct.maximum(f_a, f_b),
-            ct.where(f_b != 0, b, op2(a, b, KIND, OP, ACC)))
+def lb_combine(f_a, a, f_b, b, KIND, OP, ACC):
+    """(flags, value) of consecutive window lanes a then b. Flags (LB_*) combine by
+    OR: some lane not ready, a complete prefix found, some lane live. The value
+    runs from the newest complete prefix on; a range with no live lane passes
+    the other through (a user operator has no identity to pad with)."""
+    take_b = ((f_b & LB_FOUND) != 0) | ((f_a & LB_LIVE) == 0)
+    return (f_a | f_b,
+            ct.where((f_b & LB_LIVE) == 0, a, ct.where(take_b, b, op2(a, b, KIND, OP, ACC))))
 
 
 @ct.kernel
@@ -521,6 +525,9 @@ def scan_lookback(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Consta
     reduction until it meets a complete prefix (PREFIX, or an aggregate with a
     HEAD), and publishes its inclusive prefix. Wide values: aggregates in
     vals[t], prefixes in vals[P + t]."""
+    # the tile's own scan overlaps the look-back as in scan_groups (user operators too,
+    # when their tile is not shifted)
+    OVERLAP = not BY_KEY and (KIND != "user" or not SHIFT)
     t = ticket(counter, SINGLE)
     u, hu, h, a_ok, a_head, agg = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ,
                                              HAS_EQ, SHIFT, BY_KEY, IN_PLACE, WIDE)
@@ -538,10 +545,11 @@ def scan_lookback(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Consta
             publish_at(status, t, vals, t, flags_of(a_head), agg, ACC, PACKED)
         w = ct.maximum(end - 1, 0) // WINDOW
         words = load_words(status, w, WINDOW, PACKED)   # in flight while the tile is scanned
-    if KIND != "user" and not BY_KEY:
+    if OVERLAP:
         z = local_scan(u, TILE, KIND, OP, ID, ACC, EXCL and not SHIFT and not INV)
     if not SINGLE:
         excl = ct.full((1,), ID, ACC)
+        e_ok = ct.zeros((1,), ct.int32)
         while end > 0:
             lane = w * WINDOW + ct.arange(WINDOW, dtype=ct.int32)
             live = lane < end
@@ -551,15 +559,22 @@ def scan_lookback(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Consta
             else:
                 v = ct.where((f & PREFIX) != 0, ct.load(vals, (P // WINDOW + w,), (WINDOW,)),
                              ct.load(vals, (w,), (WINDOW,)))
-            ready, found, part = ct.reduce(
-                (ct.where(live, ct.astype(f & READY, ct.int32), 1),
-                 ct.where(live & ((f & (PREFIX | HEAD)) != 0), 1, 0),
-                 ct.where(live, v, ID)), 0,
-                lambda r1, f1, v1, r2, f2, v2: lb_combine(r1, f1, v1, r2, f2, v2, KIND, OP, ACC),
-                (1, 0, ID), keepdims=True)
-            if ready.item() == 1:
-                excl = op2(part, excl, KIND, OP, ACC)
-                end = ct.where(found.item() == 1, 0, w * WINDOW)
+            lf = ct.where(live, ct.where((f & READY) != 0, LB_LIVE, LB_LIVE | LB_NOT_READY)
+                          | ct.where((f & (PREFIX | HEAD)) != 0, LB_FOUND, 0), 0)
+            flags, part = ct.reduce(
+                (ct.astype(lf, ct.int32), ct.where(live, v, ID)), 0,
+                lambda f1, v1, f2, v2: lb_combine(f1, v1, f2, v2, KIND, OP, ACC),
+                (0, ID), keepdims=True)
+            fl = flags.item()
+            if (fl & LB_NOT_READY) == 0:
+                # the part (a window's live lanes: never empty) before what is folded so
+                # far; a user operator has no identity, so its first part is taken as is
+                if KIND == "user":
+                    excl = ct.where(e_ok != 0, op2(part, excl, KIND, OP, ACC), part)
+                    e_ok = ct.full((1,), 1, ct.int32)
+                else:
+                    excl = op2(part, excl, KIND, OP, ACC)
+                end = ct.where((fl & LB_FOUND) != 0, 0, w * WINDOW)
             if end > 0:   # a window not yet ready, or no complete prefix in it: look again
                 w = (end - 1) // WINDOW
                 words = load_words(status, w, WINDOW, PACKED)
@@ -571,7 +586,7 @@ def scan_lookback(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Consta
             _, _, incl = join(one, one, excl, one, a_head, agg, KIND, OP, ACC, BY_KEY)
             publish_at(status, t, vals, P + t, ct.full((1,), READY | PREFIX, ct.int64), incl,
                        ACC, PACKED)
-    if KIND != "user" and not BY_KEY:
+    if OVERLAP:
         finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, HAS_INIT, INV,
                      WIDE)
     else:

@@ -156,9 +156,11 @@ _BLOCKS_PER_SM_GRID = (1, 2, 3, 4, 5, 6, 7, 8, 16, 32)
 
 def _scan_exact(key: dict) -> bool:
     """The scan key's operator is exact (algorithms/scan.py `exact_operator`: integer
-    add/mul/and/or/xor and min/max of any dtype), so it runs `exact_mode`."""
-    return key["op"] in ("min", "max") or (key["op"] in ("add", "mul", "and", "or", "xor")
-                                           and key["accum"] not in _FLOAT_NAMES)
+    add/mul/and/or/xor, min/max of any dtype and user operators on integers), so it
+    runs `exact_mode`."""
+    return key["op"] in ("min", "max") or (
+        key["op"] in ("add", "mul", "and", "or", "xor", "user")
+        and key["accum"] not in _FLOAT_NAMES)
 
 
 def _scan_mode(key: dict, p: dict) -> int:
