@@ -266,6 +266,9 @@ int main() {
   fails += run_fold<256, 2048, 4, 2048>();  // arg_reduce's end of block
   fails += run_fold<256, 4096, 4, 4096>();  // DeviceReduce's end of block (4 rounds)
   fails += run_fold<256, 8192, 8, 4096>();  // 4 rounds, 2 per segment
+  fails += run_fold<64, 8192, 4, 8192>();    // a warp folds the totals, 2 a lane
+  fails += run_fold<32, 4096, 4, 4096>();    // ... one a lane (a single warp's 32 rounds)
+  fails += run_fold<128, 8192, 4, 4096>();   // 2 segments, a warp each
   fails += run_fold<1024, 8192, 8, 2048>();
   fails += run_fold<64, 64, 1, 2>();        // pairs of lanes
   fails += run_fold<32, 8, 1, 8>();         // fewer elements than threads: part of a warp

@@ -148,7 +148,8 @@ __device__ __forceinline__ void tile_scan(A* y, F f) {
 //   2. the lanes of a segment fold their chunks' totals pairwise in order
 //      (a shuffle-down tree: lane i takes lane i + d's, i a multiple of 2d);
 //   3. segments wider than a warp's round: the warps' totals go through shared memory
-//      (one barrier) and a thread per segment folds them in order.
+//      (one barrier) and a thread per segment folds them in order (a warp per segment,
+//      lanes then a shuffle tree, where few segments hold 32 or more totals each).
 template <int NT, int N, int V, int L, class A, class F, class Put>
 __device__ __forceinline__ void tile_fold_chunks(const A* y, F f, Put put) {
   constexpr int P = N / NT, R = P / V;
@@ -188,18 +189,40 @@ __device__ __forceinline__ void tile_fold_chunks(const A* y, F f, Put put) {
       for (int r = 0; r < R; ++r) part[r * NW + wi] = c[r];
     }
     __syncthreads();
-    for (int s = (int)threadIdx.x; s < N / L; s += NT) {
-      const int r0 = RS > 1 ? s * RS : s / SR;
-      const int w0 = RS > 1 ? 0 : (s % SR) * GW;
-      A t = part[r0 * NW + w0];
+    // a segment's RS * GW totals lie in order at part[r0 * NW + w0 ...]
+    constexpr int K = RS * GW;
+    if constexpr (N / L <= NW && K >= 32 && K % 32 == 0) {
+      // few segments of many totals (a whole tile's fold: 256 totals at 512 x 64): a warp
+      // per segment, each lane folding K / 32 consecutive totals, then an in-order
+      // shuffle-down tree, instead of one thread folding all K in a serial chain
+      // (every warp runs the shuffles, those past the segments on segment 0's totals,
+      // and only puts nothing: no shuffle under a branch)
+      constexpr int E = K / 32;
+      const int s = wi < N / L ? wi : 0;
+      const int b = (RS > 1 ? s * RS * NW : (s / SR) * NW + (s % SR) * GW) + lane * E;
+      A t = part[b];
 #pragma unroll
-      for (int q = 0; q < RS; ++q) {
+      for (int e = 1; e < E; ++e) t = f(t, part[b + e]);
 #pragma unroll
-        for (int w = 0; w < GW; ++w) {
-          if (q || w) t = f(t, part[(r0 + q) * NW + w0 + w]);
-        }
+      for (int d = 1; d < 32; d <<= 1) {
+        const A o = shfl_any<1>(t, d);
+        if ((lane & (2 * d - 1)) == 0) t = f(t, o);
       }
-      put(s, t);
+      if (lane == 0 && wi < N / L) put(s, t);
+    } else {
+      for (int s = (int)threadIdx.x; s < N / L; s += NT) {
+        const int r0 = RS > 1 ? s * RS : s / SR;
+        const int w0 = RS > 1 ? 0 : (s % SR) * GW;
+        A t = part[r0 * NW + w0];
+#pragma unroll
+        for (int q = 0; q < RS; ++q) {
+#pragma unroll
+          for (int w = 0; w < GW; ++w) {
+            if (q || w) t = f(t, part[(r0 + q) * NW + w0 + w]);
+          }
+        }
+        put(s, t);
+      }
     }
   }
 }
