@@ -521,15 +521,47 @@ def test_cached_path_follows_policy_changes(general):
     assert general["general"] == seen + 2
 
 
-def test_cached_path_counts_beyond_the_threshold_and_zero_take_the_general_path(general):
-    keys, vals, u, a, r = arrays(SMALL + 50)
-    temp = np.zeros(R.reduce_by_key(None, keys, u, vals, a, r, "add", SMALL + 50), np.uint8)
-    R.reduce_by_key(temp, keys, u, vals, a, r, "add", SMALL)
-    seen = general["general"]
-    check_n = SMALL + 50
-    R.reduce_by_key(temp, keys, u, vals, a, r, "add", check_n)
+def test_cached_path_counts_beyond_the_threshold(general):
+    """Counts above small_max_items replay the multi-launch path's launches
+    (kept per count): the same bytes asked for and the same results as the
+    general path, no general-path call; a buffer too small for the count and
+    0 items take the general path (its error, nothing written)."""
+    big = SMALL + 150
+    keys, vals, u, a, r = arrays(big)
+    for op, f in [("add", operator.add), (take_first, lambda p, q: p)]:
+        needed = R.reduce_by_key(None, keys, u, vals, a, r, op, big)     # general: cached
+        temp = np.zeros(needed, np.uint8)
+        seen = general["general"]
+        for n in (big, SMALL + 1, big - 7, big):
+            u[:], a[:], r[:] = 77, 55, -1
+            assert R.reduce_by_key(None, keys, u, vals, a, r, op, n) <= needed
+            assert R.reduce_by_key(temp, keys, u, vals, a, r, op, n) <= needed
+            want_u, want_a = reference(keys[:n].tolist(), vals[:n].tolist(), f)
+            m = len(want_u)
+            assert r[0] == m and (u[:m] == want_u).all() and (u[m:] == 77).all()
+            np.testing.assert_array_equal(a[:m], np.array(want_a, np.float32))
+            assert (a[m:] == 55).all()
+        assert general["general"] == seen, "a cached call took the general path"
+    u[:], a[:], r[:] = 77, 55, -1
+    with pytest.raises(ValueError, match=f"at least {needed} bytes"):
+        R.reduce_by_key(temp[:needed - 1], keys, u, vals, a, r, "add", big)
+    assert general["general"] == seen + 1
+    assert (u == 77).all() and (a == 55).all() and r[0] == -1
     R.reduce_by_key(temp, keys, u, vals, a, r, "add", 0)
     assert general["general"] == seen + 2 and r[0] == 0
+
+
+def test_cached_large_counts_launch_as_the_general_path(launches):
+    big = SMALL + 150
+    keys, vals, u, a, r = arrays(big)
+    temp = np.zeros(R.reduce_by_key(None, keys, u, vals, a, r, "max", big), np.uint8)
+    RBK._sigs.clear()
+    R.reduce_by_key(temp, keys, u, vals, a, r, "max", big)      # general
+    general = list(launches.calls)
+    launches.calls.clear()
+    R.reduce_by_key(temp, keys, u, vals, a, r, "max", big)      # cached
+    assert launches.calls == general
+    assert len(general) == 6        # heads, 2 x (status init, scan), scatter
 
 
 def test_new_arrays_are_checked_again(general):

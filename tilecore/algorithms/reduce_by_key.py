@@ -31,15 +31,17 @@ an input or another output (the library's `apart`, whole arrays; skipped when
 the five array objects are those of the last call that passed and, for
 PyTorch tensors, whose memory can move in place, still where they were), the device and the
 temporary storage (temp_at), then launches with the kept fast launcher.
-Anything else (larger counts, 0 items, a 0-d count output, mixed libraries)
-takes the general path, which raises the errors before any launch. Host
+Counts above small_max_items (under 2^31) take the same checks and replay
+the launches below, kept per count (`_Large`: layout, launches, views of the
+buffer). Anything else (0 items, 2^31 or more, a 0-d count output, mixed
+libraries) takes the general path, which raises the errors before any launch. Host
 Python per cached call: about 2.3 us with NumPy and tilecore.launch stubbed
 (about 100 us on the general path), about 2.6 us above the bare launch with
 CuPy.
 
 Larger inputs (three kernels around two DeviceScan calls, all on `stream`, no host
-synchronization, no allocation, no device-to-host read; not cached here, the
-DeviceScan calls are):
+synchronization, no allocation, no device-to-host read; the DeviceScan calls take
+their own cached paths):
 
     rbk_heads                 flags[i] = item i starts a run        (read keys, write n flags)
     DeviceScan.inclusive_sum  flags -> run number of every item     (exact: the look-back)
@@ -80,11 +82,12 @@ from ..language.dtypes import DType
 from . import reduce_by_key_kernels as K
 from .arrays import Arg, as_1d_output, byte_span, check_1d, check_num_items, describe, \
     same_side
-from .hostpath import Signature, epoch, remember
+from .hostpath import NARROW, SHAPES_KEPT, Signature, device_views, epoch, host_views, kept, \
+    remember, views_at
 from .operators import NUMERIC, check_operand_dtype, identity, op_accumulator, op_name, \
     same_function
 from .scan import KEY_DTYPES, DeviceScan, inclusive_temp_bytes
-from .shared import kernel_for, temp_buffer
+from .shared import Step, check_dtype, kernel_for, temp_buffer
 
 __all__ = ["reduce_by_key"]
 
@@ -118,6 +121,45 @@ class _Small:
                 self.fast = fast_launcher(self.kernel)
 
 
+class _Large:
+    """The launches of a reduce_by_key of n items above the one-launch threshold
+    (module docstring: rbk_heads, two DeviceScan calls, rbk_scatter), made once
+    per (signature, n): the temporary-storage layout as aliases (byte offset,
+    dtype, count of the scans' storage, the flags and the scanned values), the
+    two kernels' launches and, per device buffer, the views into it."""
+
+    __slots__ = ("n", "needed", "aliases", "heads", "scatter", "op", "views")
+
+    def __init__(self, policy: ReduceByKeyPolicy, target, values: DType, op: Any,
+                 n: int) -> None:
+        wide = n >= _WIDE
+        flag_dtype = D.int64 if wide else D.int32
+        scan_bytes, acc = inclusive_temp_bytes(target, values, op, n, by_key=True)
+        flag_bytes, _ = inclusive_temp_bytes(target, flag_dtype, "add", n)
+        layout = Layout(3)
+        parts = (layout.slot(0).alias(D.uint8, max(scan_bytes, flag_bytes)),
+                 layout.slot(1).alias(flag_dtype, n), layout.slot(2).alias(acc, n))
+        self.needed = layout.size()
+        layout.map_to_buffer(self.needed)
+        self.aliases = tuple((a.offset, a.dtype, a.count) for a in parts)
+        threads = policy.block_threads
+        tile = threads * policy.items_per_thread
+        grid = (-(-n // tile),)
+        self.n, self.op = n, op
+        self.heads = Step(grid, kernel_for(K.rbk_heads, threads), (n, tile, wide))
+        self.scatter = Step(grid, kernel_for(K.rbk_scatter, threads), (n, tile, wide))
+        self.views: dict = {}      # device pointer -> the aliases' DeviceArrays there
+
+    def go(self, stream, views: tuple, keys, vals, uniq, aggs, runs) -> None:
+        """Launch everything for the call's arrays, the temporaries at `views`."""
+        tmp, flags, scanned = views
+        n = self.n
+        self.heads.go(stream, (keys, flags))
+        DeviceScan.inclusive_sum(tmp, flags, flags, n, stream=stream)
+        DeviceScan.inclusive_scan_by_key(tmp, keys, vals, scanned, self.op, n, stream=stream)
+        self.scatter.go(stream, (keys, scanned, flags, uniq, aggs, runs))
+
+
 def _ref(obj: Any) -> Any:
     """A weak reference to obj, or (for objects that take none: tilecore's
     DeviceArray, an immutable description) a function returning it."""
@@ -128,26 +170,32 @@ def _ref(obj: Any) -> Any:
 
 
 class _Sig(Signature):
-    """A cached call signature (hostpath.py) of a small reduce_by_key: the
-    launch, and the last five arrays (weakly) that passed the overlap checks.
+    """A cached call signature (hostpath.py) of reduce_by_key: the one launch
+    of small counts, the launches of larger ones, and the last five arrays (weakly) that passed the overlap checks.
     `call` re-checks what may differ between calls and returns 0 when
     anything is unusual (the caller then takes the general path, which raises
-    the errors): the count (an int in 1 .. the policy's small_max_items
-    when the signature was made: the epoch changes with the policy), the epoch, each array 1-d with enough elements,
+    the errors): the count (an int in 1 .. 2^31 - 1; up to the policy's
+    small_max_items one launch, above it the launches of a `_Large` kept per
+    count), the epoch (it changes with the policy), each array 1-d with enough elements,
     the outputs sharing no byte with the inputs or each other (whole arrays,
     by the library's `apart`; skipped for the same five array objects as the
     last call that passed, whose memory cannot have moved: a NumPy array,
     CuPy array or DeviceArray keeps its buffer; a PyTorch tensor can move
     (`set_`, `resize_`), so for tensors their pointers, sizes and strides
     must be those of that call too), the device and the temporary storage (at
-    least 1 byte)."""
+    least 1 byte, or the large launches' bytes)."""
 
-    __slots__ = ("small", "max_items", "apart", "last", "place", "places")
+    __slots__ = ("small", "max_items", "make_large", "large", "device_id", "apart", "last",
+                 "place", "places")
 
-    def __init__(self, small: _Small, max_items: int, libs: tuple, device_id: int) -> None:
+    def __init__(self, small: _Small, max_items: int, make_large, libs: tuple,
+                 device_id: int) -> None:
         super().__init__(libs, device_id)
         self.small = small
         self.max_items = max_items
+        self.make_large = make_large        # n -> _Large (counts above max_items)
+        self.large: dict = {}               # n -> _Large, kept for SHAPES_KEPT counts
+        self.device_id = device_id
         lib = libs[0]
         self.apart = lib.apart if all(x is lib for x in libs) else None
         self.last: Optional[tuple] = None       # the last arrays that passed (weakly)
@@ -156,7 +204,7 @@ class _Sig(Signature):
         self.places: tuple = ()
 
     def call(self, temp, keys, uniq, vals, aggs, runs, n, stream) -> int:
-        if type(n) is not int or not 0 < n <= self.max_items or self.epoch != epoch():
+        if type(n) is not int or not 0 < n < NARROW or self.epoch != epoch():
             return 0
         lk, lu, lv, la, lr = self.libs
         if lk.vec(keys) < n or lv.vec(vals) < n or lu.vec(uniq) < n or la.vec(aggs) < n or \
@@ -171,12 +219,26 @@ class _Sig(Signature):
                 return 0
         if self.device >= 0 and not self.on_device((keys, uniq, vals, aggs, runs)):
             return 0
-        if temp is None:
+        if n <= self.max_items:
+            if temp is None:
+                return 1
+            if self.temp_at(temp, 1) < 0:
+                return 0
+            self.small.launch(None if self.host else stream, keys, vals, uniq, aggs, runs, n)
             return 1
-        if self.temp_at(temp, 1) < 0:
+        large = kept(self.large, n, SHAPES_KEPT, self.make_large, n)
+        needed = large.needed
+        if temp is None:
+            return needed
+        ptr = self.temp_at(temp, needed)
+        if ptr < 0:
             return 0
-        self.small.launch(None if self.host else stream, keys, vals, uniq, aggs, runs, n)
-        return 1
+        if self.host:
+            large.go(None, host_views(temp, large.aliases), keys, vals, uniq, aggs, runs)
+        else:
+            large.go(stream, device_views(large.views, ptr, ptr, large.aliases, self.device_id),
+                     keys, vals, uniq, aggs, runs)
+        return needed
 
     def _apart(self, keys, uniq, vals, aggs, runs) -> bool:
         """Whether no output shares a byte with an input or another output (whole
@@ -224,12 +286,6 @@ def reduce_by_key(temp_storage, d_keys_in, d_unique_out, d_values_in, d_aggregat
                     d_num_runs_out, op, num_items, stream, key)
 
 
-def _check_dtype(a: Arg, name: str, allowed) -> None:
-    if a.dtype not in allowed:
-        raise TypeError(f'Invalid argument "{name}": dtype {a.dtype.name} is not supported '
-                        f"(expected one of {[d.name for d in allowed]})")
-
-
 def _check_overlap(outs, ins) -> None:
     """ValueError when an output's elements overlap an input's or another output's."""
     spans = [(name, a, c, byte_span(a, c)[:2]) for name, a, c in ins + outs if c > 0]
@@ -247,7 +303,7 @@ def _general(temp_storage, d_keys_in, d_unique_out, d_values_in, d_aggregates_ou
              d_num_runs_out, op, num_items, stream, key: Optional[tuple]) -> int:
     """The general path: every argument checked (the errors raised before any
     launch, so nothing is written); the call's signature cached under `key`
-    once it succeeded (small counts of 1-d arrays)."""
+    once they passed (counts under 2^31, a 1-d count output)."""
     a_keys = describe(d_keys_in, "d_keys_in")
     a_uniq = describe(d_unique_out, "d_unique_out")
     a_vals = describe(d_values_in, "d_values_in")
@@ -258,11 +314,11 @@ def _general(temp_storage, d_keys_in, d_unique_out, d_values_in, d_aggregates_ou
     host = same_side(named)
     for name, a in named[:4]:
         check_1d(a, name)
-    _check_dtype(a_keys, "d_keys_in", KEY_DTYPES)
-    _check_dtype(a_uniq, "d_unique_out", KEY_DTYPES)
-    _check_dtype(a_vals, "d_values_in", NUMERIC)
-    _check_dtype(a_aggs, "d_aggregates_out", NUMERIC)
-    _check_dtype(a_runs, "d_num_runs_out", _INTS)
+    check_dtype(a_keys, "d_keys_in", KEY_DTYPES)
+    check_dtype(a_uniq, "d_unique_out", KEY_DTYPES)
+    check_dtype(a_vals, "d_values_in", NUMERIC)
+    check_dtype(a_aggs, "d_aggregates_out", NUMERIC)
+    check_dtype(a_runs, "d_num_runs_out", _INTS)
     n = check_num_items(num_items, a_keys, array="d_keys_in")
     check_num_items(num_items, a_vals, array="d_values_in")
     for name, a in (("d_unique_out", a_uniq), ("d_aggregates_out", a_aggs)):
@@ -283,53 +339,33 @@ def _general(temp_storage, d_keys_in, d_unique_out, d_values_in, d_aggregates_ou
     policy = select_reduce_by_key_policy(target.cc, {
         "key_size": a_keys.dtype.itemsize, "value_size": a_vals.dtype.itemsize,
         "accum": acc.name, "op": name or "user"})
+    small = _Small(policy, a_vals.dtype, name, op, host)
+
+    def make_large(count: int) -> _Large:
+        return _Large(policy, target, a_vals.dtype, op, count)
+
+    if a_runs.obj is d_num_runs_out and n < NARROW:   # (a 0-d count is viewed as 1-d: not cached)
+        objs = (d_keys_in, d_unique_out, d_values_in, d_aggregates_out, d_num_runs_out)
+        remember(_sigs, key, objs, lambda libs: _Sig(small, policy.small_max_items, make_large,
+                                                     libs, target.device_id))
     if 0 < n <= policy.small_max_items:
-        small = _Small(policy, a_vals.dtype, name, op, host)
         needed = Layout(0).size()
         if temp_storage is not None:
             check_size(needed, temp_buffer(temp_storage, host).nbytes)
             small.launch(None if host else stream, a_keys.obj, a_vals.obj, a_uniq.obj,
                          a_aggs.obj, a_runs.obj, n)
-        if a_runs.obj is d_num_runs_out:       # (a 0-d count is viewed as 1-d: not cached)
-            objs = (d_keys_in, d_unique_out, d_values_in, d_aggregates_out, d_num_runs_out)
-            remember(_sigs, key, objs,
-                     lambda libs: _Sig(small, policy.small_max_items, libs, target.device_id))
         return needed
-
-    wide = n >= _WIDE
-    flag_dtype = D.int64 if wide else D.int32
-    layout = Layout(3)
-    if n:
-        scan_bytes, acc = inclusive_temp_bytes(target, a_vals.dtype, op, n, by_key=True)
-        flag_bytes, _ = inclusive_temp_bytes(target, flag_dtype, "add", n)
-        scan_tmp = layout.slot(0).alias(D.uint8, max(scan_bytes, flag_bytes))
-        flags = layout.slot(1).alias(flag_dtype, n)
-        scanned = layout.slot(2).alias(acc, n)
-    needed = layout.size()
+    large = make_large(n) if n else None
+    needed = large.needed if n else Layout(0).size()
     if temp_storage is None:
         return needed
-    t = describe(temp_storage, "temp_storage")
-    if t.host != host:
-        raise TypeError('Invalid argument "temp_storage": it is a '
-                        + ("host NumPy array but the data are GPU arrays" if t.host else
-                           "GPU array but the data are host NumPy arrays (the interpreter)"))
-    buf = host_buffer(t.obj) if host else device_buffer(t.fields)
-    layout.map_to_buffer(buf.nbytes)
-    if host:
-        stream = None
-    launch = ct.launch
-    runs_out = a_runs.obj
+    buf = temp_buffer(temp_storage, host)
+    check_size(needed, buf.nbytes)
     if n == 0:
-        launch(stream, (1,), kernel_for(K.rbk_zero, 32), (runs_out,))
+        ct.launch(None if host else stream, (1,), kernel_for(K.rbk_zero, 32), (a_runs.obj,))
         return needed
-    tmp_v, flags_v, scanned_v = buf.view(scan_tmp), buf.view(flags), buf.view(scanned)
-    threads = policy.block_threads
-    tile = threads * policy.items_per_thread
-    grid = (-(-n // tile),)
-    keys = a_keys.obj
-    launch(stream, grid, kernel_for(K.rbk_heads, threads), (keys, flags_v, n, tile, wide))
-    DeviceScan.inclusive_sum(tmp_v, flags_v, flags_v, n, stream=stream)
-    DeviceScan.inclusive_scan_by_key(tmp_v, keys, a_vals.obj, scanned_v, op, n, stream=stream)
-    launch(stream, grid, kernel_for(K.rbk_scatter, threads),
-           (keys, scanned_v, flags_v, a_uniq.obj, a_aggs.obj, runs_out, n, tile, wide))
+    views = host_views(buf.host, large.aliases) if host else \
+        views_at(buf.ptr, large.aliases, buf.device_id)
+    large.go(None if host else stream, views, a_keys.obj, a_vals.obj, a_uniq.obj, a_aggs.obj,
+             a_runs.obj)
     return needed

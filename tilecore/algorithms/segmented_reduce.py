@@ -49,12 +49,11 @@ from ..dispatch.segmented_policy import SegmentedPolicy, Shape, choose_shape, \
     select_segmented_policy
 from ..dispatch.target import Target
 from ..dispatch.temp_storage import Alias, Layout, check_size
-from ..host.launch import fast_launcher
 from ..language import dtypes as D
 from ..language.dtypes import DType
 from ..runtime import DeviceArray
 from . import segmented_kernels as K
-from .shared import check_dtype, kernel_for, target_of, temp_buffer
+from .shared import Step, check_dtype, kernel_for, target_of, temp_buffer
 from .arrays import Arg, address, check_1d, describe
 from .hostpath import SHAPES_KEPT, Signature, device_views, epoch, host_views, kept, remember
 from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, same_function,
@@ -217,27 +216,6 @@ def _narrow(shape: Shape, num_segments: int, num_items: int) -> bool:
 _NONE, _ROWS, _LONG, _SPLIT = range(4)
 
 
-class _Step:
-    """One launch: its grid, kernel and trailing arguments (fixed per shape),
-    and the kernel's fast launcher for them once a launch has made one (kept
-    per launch, as DeviceScan's: the kernel objects are shared by every
-    signature of a plan)."""
-
-    __slots__ = ("grid", "kernel", "tail", "fast")
-
-    def __init__(self, grid: tuple, kernel: Any, tail: tuple) -> None:
-        self.grid, self.kernel, self.tail = grid, kernel, tail
-        self.fast: Any = None
-
-    def go(self, stream: Any, head: tuple) -> None:
-        """Launch with the call's values `head` and the fixed tail."""
-        args = head + self.tail
-        fast = self.fast
-        if fast is None or not fast(stream, self.grid, args):
-            ct.launch(stream, self.grid, self.kernel, args)   # (tests replace ct.launch)
-            self.fast = fast_launcher(self.kernel)
-
-
 class _Launches:
     """What a call of one plan launches for a segment count and d_in's length:
     the bytes of temporary storage it needs, the split partials' alias (byte
@@ -295,28 +273,28 @@ def _make_launches(plan: _Plan, n: int, num_items: int) -> _Launches:
     rowwise = rows and wide_offsets and policy.convert_offsets == 2
     segs, items = shape.segs, shape.items
     if plan.kind == "arg":
-        step = _Step((-(-n // segs),), plan.rows,
+        step = Step((-(-n // segs),), plan.rows,
                      (segs, items, plan.ident, plan.op == "max", narrow, rowwise))
         return _Launches(1, (), convert, _ROWS, (step,))
     if plan.kind == "user":
-        step = _Step((-(-n // segs),), plan.rows,
+        step = Step((-(-n // segs),), plan.rows,
                      (segs, items, plan.acc, plan.op, narrow, rowwise))
         return _Launches(1, (), convert, _ROWS, (step,))
     known = (plan.acc, plan.op, plan.ident)
     if rows:
-        step = _Step((-(-n // (segs * shape.waves)),), plan.rows,
+        step = Step((-(-n // (segs * shape.waves)),), plan.rows,
                      (segs, items, *known, shape.waves, narrow, rowwise))
         return _Launches(1, (), convert, _ROWS, (step,))
     if shape.split == 1:
-        step = _Step((n,), plan.long, (items, *known, 1, True, narrow))
+        step = Step((n,), plan.long, (items, *known, 1, True, narrow))
         return _Launches(1, (), False, _LONG, (step,))
     split = shape.split
     layout = Layout(1)
     partials = layout.slot(0).alias(plan.acc, n * split)
     layout.map_to_buffer(layout.size())
     final_segs = max(1, policy.block_threads * 4 // split)
-    steps = (_Step((n * split,), plan.long, (items, *known, split, False, narrow)),
-             _Step((-(-n // final_segs),), plan.final, (final_segs, split, *known)))
+    steps = (Step((n * split,), plan.long, (items, *known, split, False, narrow)),
+             Step((-(-n // final_segs),), plan.final, (final_segs, split, *known)))
     return _Launches(layout.size(), ((partials.offset, partials.dtype, partials.count),), False,
                      _SPLIT, steps)
 

@@ -9,11 +9,12 @@ import tilecore as ct
 
 from ..dispatch.buffers import device_buffer, host_buffer
 from ..dispatch.target import Target, device_target, interpreter_target
+from ..host.launch import fast_launcher
 from ..language.dtypes import DType
 from .arrays import Arg, describe, same_side
 from .operators import NUMERIC
 
-__all__ = ["kernel_for", "target_of", "temp_buffer", "check_dtype"]
+__all__ = ["kernel_for", "target_of", "temp_buffer", "check_dtype", "Step"]
 
 _kernels: dict[tuple, Any] = {}
 
@@ -50,3 +51,24 @@ def check_dtype(a: Arg, name: str, allowed: Sequence[DType] = NUMERIC) -> None:
     if a.dtype not in allowed:
         raise TypeError(f'Invalid argument "{name}": dtype {a.dtype.name} is not supported '
                         f"(expected one of {[d.name for d in allowed]})")
+
+
+class Step:
+    """One launch of a cached plan: its grid, kernel and trailing arguments
+    (fixed per shape), and the kernel's fast launcher for them once a launch
+    has made one (kept per launch, as DeviceScan's: the kernel objects are
+    shared by every signature of a plan)."""
+
+    __slots__ = ("grid", "kernel", "tail", "fast")
+
+    def __init__(self, grid: tuple, kernel: Any, tail: tuple) -> None:
+        self.grid, self.kernel, self.tail = grid, kernel, tail
+        self.fast: Any = None
+
+    def go(self, stream: Any, head: tuple) -> None:
+        """Launch with the call's values `head` and the fixed tail."""
+        args = head + self.tail
+        fast = self.fast
+        if fast is None or not fast(stream, self.grid, args):
+            ct.launch(stream, self.grid, self.kernel, args)   # (tests replace ct.launch)
+            self.fast = fast_launcher(self.kernel)
