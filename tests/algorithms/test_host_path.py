@@ -365,3 +365,31 @@ def test_allocators_use_the_cheapest_constructor(monkeypatch):
     assert seen == [((7,), "torch.int64", ("cuda", 0))] and out.shape == (7,)
     host = C.allocator(H._NUMPY, C._numpy(), np.zeros(3), D.uint64)((5,))
     assert host.dtype == np.uint64 and host.shape == (5,)
+
+
+def test_apart_across_libraries():
+    """A DeviceArray beside another library's array (reduce_by_key's temporaries
+    passed to DeviceScan with the caller's arrays): apart when their byte
+    extents do not meet, for arrays of at least n elements."""
+    from tilecore.algorithms.hostpath import _DESCRIBED, Lib, apart_across
+    from tilecore.language import dtypes as D
+    from tilecore.runtime import DeviceArray
+
+    class Other(Lib):      # another device library: (address, elements, step) tuples
+        vec = temp = ptr = buffer = device = lambda self, *a: -1
+        apart = lambda self, a, b, n: False          # noqa: E731
+
+        def extent(self, a, n):
+            return (a[0], a[1], a[2], 4) if a[1] >= n else None
+
+    other = Other()
+    assert apart_across(_DESCRIBED, _DESCRIBED) == _DESCRIBED.apart
+    view = DeviceArray(4096, (100,), (1,), D.float32, 0)        # bytes 4096 .. 4496
+    apart = apart_across(_DESCRIBED, other)
+    assert apart(view, (4496, 10, 4), 10) and apart(view, (0, 1024, 4), 10)
+    assert not apart(view, (4492, 10, 4), 10)                    # shares the last item
+    assert not apart(view, (8192, 10, -500), 10)                 # reaches back into it
+    assert apart(view, (8192, 10, -400), 10)                     # ... or stops short
+    assert not apart(view, (8192, 5, 4), 10)                     # too short for n
+    assert not apart(DeviceArray(4096, (10, 10), (10, 1), D.float32, 0), (0, 10, 4), 1)
+

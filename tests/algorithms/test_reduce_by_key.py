@@ -627,6 +627,27 @@ def test_gpu_torch_tensor_moved_onto_an_input_is_refused():
     assert torch.equal(vals, before)
 
 
+@pytest.mark.gpu
+def test_gpu_large_counts_take_every_cached_path(cp, monkeypatch):
+    """Above the one-launch threshold a repeated call runs no general path:
+    neither reduce_by_key's nor its DeviceScan calls' (whose temporaries, views
+    of the caller's buffer, sit beside the caller's CuPy arrays)."""
+    import tilecore.algorithms.scan as SC
+    n = SMALL * 40 + 3
+    keys = cp.asarray(runs_of(n, max_run=9))
+    vals = cp.asarray(RNG.integers(-9, 9, n).astype(np.float32))
+    u, a, r, temp = gpu_call(cp, keys, vals, "add")
+    calls = count_calls(monkeypatch, [(RBK, "_general", "rbk"), (SC, "_scan", "scan")])
+    for _ in range(3):
+        R.reduce_by_key(temp, keys, u, vals, a, r, "add", n)
+    assert calls == {"rbk": 0, "scan": 0}
+    want_u, want_a = reference(cp.asnumpy(keys).tolist(), cp.asnumpy(vals).tolist(),
+                               operator.add)
+    m = len(want_u)
+    assert int(r[0]) == m and (cp.asnumpy(u[:m]) == want_u).all()
+    np.testing.assert_array_equal(cp.asnumpy(a[:m]), np.array(want_a, np.float32))
+
+
 @pytest.fixture
 def shipped():
     """The shipped reduce_by_key policy (small_tiles overrides none then)."""

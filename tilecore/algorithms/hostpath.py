@@ -39,7 +39,7 @@ import numpy as np
 from ..dispatch import overrides
 from ..runtime import DeviceArray
 
-__all__ = ["Lib", "lib_of", "epoch", "one_device", "library_stream", "Signature", "find",
+__all__ = ["Lib", "lib_of", "apart_across", "epoch", "one_device", "library_stream", "Signature", "find",
            "remember", "host_views", "views_at", "device_views", "kept", "NARROW", "SHAPES_KEPT",
            "VIEWS_KEPT"]
 
@@ -75,6 +75,12 @@ class Lib(ABC):
 
     @abstractmethod
     def apart(self, a, b, n: int) -> bool: ...
+
+    def extent(self, a, n: int) -> Optional[tuple]:
+        """(address, elements, byte stride, item bytes) of a 1-d device array of
+        at least n elements usable on this library's side, else None (NumPy
+        arrays never meet another library's in one signature)."""
+        return None
 
 
 def _apart(p: int, n: int, s: int, i: int, p2: int, n2: int, s2: int, i2: int) -> bool:
@@ -139,6 +145,25 @@ class _Cupy(Lib):
         return _apart(a.data.ptr, size, a.strides[0], a.itemsize,
                       b.data.ptr, size2, b.strides[0], b.itemsize)
 
+    def extent(self, a, n: int) -> Optional[tuple]:
+        if a.ndim != 1 or a.size < n:
+            return None
+        return a.data.ptr, a.size, a.strides[0], a.itemsize
+
+
+def apart_across(la: Lib, lb: Lib):
+    """An `apart(a, b, n)` for a of library la and b of lb (la's own when they
+    are one library): a by-key or reduce_by_key temporary (a DeviceArray) beside
+    the caller's CuPy or PyTorch arrays."""
+    if la is lb:
+        return la.apart
+    ext, ext2 = la.extent, lb.extent
+
+    def apart(a, b, n: int) -> bool:
+        e, e2 = ext(a, n), ext2(b, n)
+        return e is not None and e2 is not None and _apart(*e, *e2)
+    return apart
+
 
 class _Torch(Lib):
     name = "torch"
@@ -167,6 +192,12 @@ class _Torch(Lib):
         i, j = a.element_size(), b.element_size()
         return _apart(a.data_ptr(), size, a.stride(0) * i, i,
                       b.data_ptr(), size2, b.stride(0) * j, j)
+
+    def extent(self, a, n: int) -> Optional[tuple]:
+        if a.ndim != 1 or not a.is_cuda or a.numel() < n:
+            return None
+        i = a.element_size()
+        return a.data_ptr(), a.numel(), a.stride(0) * i, i
 
 
 class _Described(Lib):
@@ -197,6 +228,12 @@ class _Described(Lib):
         i, j = a.dtype.itemsize, b.dtype.itemsize
         return _apart(a.ptr, a.shape[0], a.strides[0] * i, i,
                       b.ptr, b.shape[0], b.strides[0] * j, j)
+
+    def extent(self, a, n: int) -> Optional[tuple]:
+        if len(a.shape) != 1 or a.shape[0] < n:
+            return None
+        i = a.dtype.itemsize
+        return a.ptr, a.shape[0], a.strides[0] * i, i
 
 
 _NUMPY, _CUPY, _TORCH, _DESCRIBED = _Numpy(), _Cupy(), _Torch(), _Described()

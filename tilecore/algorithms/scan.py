@@ -45,8 +45,8 @@ from ..tunings import lookup as tuning_lookup
 from . import scan_kernels as K
 from .shared import check_dtype, kernel_for, target_of, temp_buffer
 from .arrays import Arg, byte_span, check_1d, check_num_items, describe
-from .hostpath import (NARROW, SHAPES_KEPT, VIEWS_KEPT, Signature, epoch, find, host_views,
-                       remember, views_at)
+from .hostpath import (NARROW, SHAPES_KEPT, VIEWS_KEPT, Signature, apart_across, epoch, find,
+                       host_views, remember, views_at)
 from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_accumulator,
                         op_name, same_function, scalar_dtype, sum_accumulator)
 
@@ -533,8 +533,10 @@ class _Sig(Signature):
         super().__init__(libs, plan.target.device_id)
         self.plan, self.has_init, self.init = plan, has_init, init
         ly = libs[1]
-        self.apart = ly.apart if libs[0] is ly else None
-        self.keys_apart = ly.apart if len(libs) > 2 and libs[2] is ly else None
+        # (a DeviceArray beside CuPy or PyTorch arrays: reduce_by_key's temporaries)
+        self.apart = apart_across(libs[0], ly) if not self.host or libs[0] is ly else None
+        self.keys_apart = None if len(libs) < 3 else \
+            apart_across(libs[2], ly) if not self.host or libs[2] is ly else None
         # n -> (bytes, _Launches or None for n = 0); in place under ~n (an int key: no tuple)
         self.shapes: dict = {}
         # the last run-time init (a scalar: immutable, so the same object is the same value)
