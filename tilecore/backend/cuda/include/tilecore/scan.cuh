@@ -164,15 +164,15 @@ __device__ __forceinline__ void tile_fold_chunks(const A* y, F f, Put put) {
 #pragma unroll
     for (int j = 1; j < V; ++j) c[r] = f(c[r], y[r * V + j]);
   }
-#pragma unroll
-  for (int d = 1; d < W; d <<= 1) {
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const A o = shfl_any<1>(c[r], d);
-      if ((lane & (2 * d - 1)) == 0) c[r] = f(c[r], o);
-    }
-  }
   if constexpr (L <= 32 * V) {  // a segment is W lanes of one round
+#pragma unroll
+    for (int d = 1; d < W; d <<= 1) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const A o = shfl_any<1>(c[r], d);
+        if ((lane & (2 * d - 1)) == 0) c[r] = f(c[r], o);
+      }
+    }
     if ((lane & (W - 1)) == 0) {
 #pragma unroll
       for (int r = 0; r < R; ++r) put((r * NT * V + (int)threadIdx.x * V) / L, c[r]);
@@ -184,9 +184,49 @@ __device__ __forceinline__ void tile_fold_chunks(const A* y, F f, Put put) {
     __shared__ __align__(16) unsigned char raw[R * NW * sizeof(A)];
     A* part = reinterpret_cast<A*>(raw);
     const int wi = (int)threadIdx.x >> 5;
-    if (lane == 0) {
+    if constexpr (R >= 2 && R <= 32 && (R & (R - 1)) == 0) {
+      // the warp's total of every round, R - 1 + log2(32 / R) shuffles instead of
+      // 5 R: lanes i and i + d (i's bit d clear) trade halves of their rounds, i keeping
+      // the lower half, each combining the lower lane's value first (in order); after
+      // log2(R) levels lane i holds one round (its bits pick the halves), which a
+      // shuffle-down tree over lanes of equal round folds into lanes 0 .. R-1
 #pragma unroll
-      for (int r = 0; r < R; ++r) part[r * NW + wi] = c[r];
+      for (int d = 1; d < R; d <<= 1) {
+        const int half = R / (2 * d);
+        const bool up = (lane & d) != 0;
+#pragma unroll
+        for (int k = 0; k < R / 2; ++k) {
+          if (k < half) {
+            const A send = up ? c[k] : c[k + half];
+            const A recv = shfl_any<2>(send, lane ^ d);
+            c[k] = up ? f(recv, c[k + half]) : f(c[k], recv);
+          }
+        }
+      }
+#pragma unroll
+      for (int d = R; d < 32; d <<= 1) {
+        const A o = shfl_any<1>(c[0], d);
+        if ((lane & (2 * d - 1)) < R) c[0] = f(c[0], o);
+      }
+      if (lane < R) {
+        int r = 0;
+#pragma unroll
+        for (int d = 1; d < R; d <<= 1) r += (lane & d) ? R / (2 * d) : 0;
+        part[r * NW + wi] = c[0];
+      }
+    } else {
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          const A o = shfl_any<1>(c[r], d);
+          if ((lane & (2 * d - 1)) == 0) c[r] = f(c[r], o);
+        }
+      }
+      if (lane == 0) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) part[r * NW + wi] = c[r];
+      }
     }
     __syncthreads();
     // a segment's RS * GW totals lie in order at part[r0 * NW + w0 ...]
