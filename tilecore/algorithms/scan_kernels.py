@@ -120,12 +120,28 @@ def join2(a1, a2, a3, a4, a5, a6, b1, b2, b3, b4, b5, b6, KIND, OP, ACC, BY_KEY)
 
 
 @ct.function
+def join_ok(ok_a, a, ok_b, b, KIND, OP, ACC):
+    """`join` of parts without heads (not by key): (ok, value) pairs."""
+    value = ct.where((ok_a != 0) & (ok_b != 0), op2(a, b, KIND, OP, ACC),
+                     ct.where(ok_b != 0, b, a))
+    return ct.maximum(ok_a, ok_b), value
+
+
+@ct.function
 def fold_parts(ok, h, v, KIND, OP, ACC, BY_KEY):
-    """The part of a tile of parts, folded in lane order (keepdims: (1,) tiles)."""
-    return ct.reduce((ok, h, v), 0,
-                     lambda oa, ha, a, ob, hb, b: join(oa, ha, a, ob, hb, b, KIND, OP, ACC,
-                                                       BY_KEY),
-                     (0, 0, 0), keepdims=True)
+    """The part of a tile of parts, folded in lane order (keepdims: (1,) tiles).
+    Not by key every head is 0: a fold of (ok, value) pairs, which the
+    backend folds without the whole-tile scan a fold of three tiles takes."""
+    if BY_KEY:
+        return ct.reduce((ok, h, v), 0,
+                         lambda oa, ha, a, ob, hb, b: join(oa, ha, a, ob, hb, b, KIND, OP, ACC,
+                                                           BY_KEY),
+                         (0, 0, 0), keepdims=True)
+    else:
+        o, value = ct.reduce((ok, v), 0,
+                             lambda oa, a, ob, b: join_ok(oa, a, ob, b, KIND, OP, ACC),
+                             (0, 0), keepdims=True)
+        return o, ct.zeros((1,), ct.int32), value
 
 
 @ct.function
