@@ -39,9 +39,9 @@ import numpy as np
 from ..dispatch import overrides
 from ..runtime import DeviceArray
 
-__all__ = ["Lib", "lib_of", "apart_across", "epoch", "one_device", "library_stream", "Signature", "find",
-           "remember", "host_views", "views_at", "device_views", "kept", "NARROW", "SHAPES_KEPT",
-           "VIEWS_KEPT"]
+__all__ = ["Lib", "lib_of", "apart_across", "epoch", "one_device", "library_stream",
+           "Signature", "find", "remember", "host_views", "views_at", "device_views", "kept",
+           "NARROW", "SHAPES_KEPT", "VIEWS_KEPT"]
 
 
 class Lib(ABC):

@@ -74,7 +74,7 @@ import tilecore as ct
 
 from ..dispatch.buffers import device_buffer, host_buffer
 from ..dispatch.reduce_by_key_policy import ReduceByKeyPolicy, select_reduce_by_key_policy
-from ..dispatch.target import device_target, interpreter_target
+from ..dispatch.target import Target, device_target, interpreter_target
 from ..dispatch.temp_storage import Layout, check_size
 from ..host.launch import fast_launcher
 from ..language import dtypes as D
@@ -130,7 +130,7 @@ class _Large:
 
     __slots__ = ("n", "needed", "aliases", "heads", "scatter", "op", "views")
 
-    def __init__(self, policy: ReduceByKeyPolicy, target, values: DType, op: Any,
+    def __init__(self, policy: ReduceByKeyPolicy, target: Target, values: DType, op: Any,
                  n: int) -> None:
         wide = n >= _WIDE
         flag_dtype = D.int64 if wide else D.int32
@@ -171,7 +171,8 @@ def _ref(obj: Any) -> Any:
 
 class _Sig(Signature):
     """A cached call signature (hostpath.py) of reduce_by_key: the one launch
-    of small counts, the launches of larger ones, and the last five arrays (weakly) that passed the overlap checks.
+    of small counts, the launches of larger ones, and the last five arrays
+    (weakly) that passed the overlap checks.
     `call` re-checks what may differ between calls and returns 0 when
     anything is unusual (the caller then takes the general path, which raises
     the errors): the count (an int in 1 .. 2^31 - 1; up to the policy's
@@ -348,24 +349,24 @@ def _general(temp_storage, d_keys_in, d_unique_out, d_values_in, d_aggregates_ou
         objs = (d_keys_in, d_unique_out, d_values_in, d_aggregates_out, d_num_runs_out)
         remember(_sigs, key, objs, lambda libs: _Sig(small, policy.small_max_items, make_large,
                                                      libs, target.device_id))
-    if 0 < n <= policy.small_max_items:
+    if n <= policy.small_max_items:     # one launch, no temporary storage
         needed = Layout(0).size()
         if temp_storage is not None:
             check_size(needed, temp_buffer(temp_storage, host).nbytes)
-            small.launch(None if host else stream, a_keys.obj, a_vals.obj, a_uniq.obj,
-                         a_aggs.obj, a_runs.obj, n)
+            if n:
+                small.launch(None if host else stream, a_keys.obj, a_vals.obj, a_uniq.obj,
+                             a_aggs.obj, a_runs.obj, n)
+            else:                         # only the count, 0
+                ct.launch(None if host else stream, (1,), kernel_for(K.rbk_zero, 32),
+                          (a_runs.obj,))
         return needed
-    large = make_large(n) if n else None
-    needed = large.needed if n else Layout(0).size()
+    large = make_large(n)
     if temp_storage is None:
-        return needed
+        return large.needed
     buf = temp_buffer(temp_storage, host)
-    check_size(needed, buf.nbytes)
-    if n == 0:
-        ct.launch(None if host else stream, (1,), kernel_for(K.rbk_zero, 32), (a_runs.obj,))
-        return needed
+    check_size(large.needed, buf.nbytes)
     views = host_views(buf.host, large.aliases) if host else \
         views_at(buf.ptr, large.aliases, buf.device_id)
     large.go(None if host else stream, views, a_keys.obj, a_vals.obj, a_uniq.obj, a_aggs.obj,
              a_runs.obj)
-    return needed
+    return large.needed

@@ -534,9 +534,8 @@ class _Sig(Signature):
         self.plan, self.has_init, self.init = plan, has_init, init
         ly = libs[1]
         # (a DeviceArray beside CuPy or PyTorch arrays: reduce_by_key's temporaries)
-        self.apart = apart_across(libs[0], ly) if not self.host or libs[0] is ly else None
-        self.keys_apart = None if len(libs) < 3 else \
-            apart_across(libs[2], ly) if not self.host or libs[2] is ly else None
+        self.apart = apart_across(libs[0], ly)
+        self.keys_apart = apart_across(libs[2], ly) if len(libs) > 2 else None
         # n -> (bytes, _Launches or None for n = 0); in place under ~n (an int key: no tuple)
         self.shapes: dict = {}
         # the last run-time init (a scalar: immutable, so the same object is the same value)

@@ -22,6 +22,20 @@ __device__ __forceinline__ A shfl_any(const A& x, int d) {
   return r;
 }
 
+// An in-order shuffle-down tree over lanes: for d = D0, 2 D0, ... < W, lane i takes
+// lane i + d's value as its right operand where i's bits from D0 up to 2d are clear,
+// so lane i (i's bits from D0 up to W clear) ends with the fold of lanes i, i + D0, ...
+// (D0 = 1: every lane of its group of W). Every lane runs the shuffles.
+template <int D0, int W, class A, class F>
+__device__ __forceinline__ A fold_down(A x, F f, int lane) {
+#pragma unroll
+  for (int d = D0; d < W; d <<= 1) {
+    const A o = shfl_any<1>(x, d);
+    if ((lane & (2 * d - 1)) < D0) x = f(x, o);
+  }
+  return x;
+}
+
 // The value d lanes earlier in scan order (REV: the lane d above).
 template <bool REV, class A>
 __device__ __forceinline__ A shfl_earlier(const A& x, int d) {
@@ -146,7 +160,8 @@ __device__ __forceinline__ void tile_scan(A* y, F f) {
 // by one thread; nothing is synchronized after it (the caller's barrier).
 //   1. each thread folds each of its chunks (registers);
 //   2. the lanes of a segment fold their chunks' totals pairwise in order
-//      (a shuffle-down tree: lane i takes lane i + d's, i a multiple of 2d);
+//      (fold_down; for segments of whole warps the rounds first trade halves, the
+//      butterfly below);
 //   3. segments wider than a warp's round: the warps' totals go through shared memory
 //      (one barrier) and a thread per segment folds them in order (a warp per segment,
 //      lanes then a shuffle tree, where few segments hold 32 or more totals each).
@@ -164,15 +179,32 @@ __device__ __forceinline__ void tile_fold_chunks(const A* y, F f, Put put) {
 #pragma unroll
     for (int j = 1; j < V; ++j) c[r] = f(c[r], y[r * V + j]);
   }
-  if constexpr (L <= 32 * V) {  // a segment is W lanes of one round
+  // the warp's total of every round: a butterfly where segments span whole warps and
+  // a thread holds 2..32 rounds (R - 1 + log2(32 / R) shuffles instead of 5 R): lanes
+  // i and i + d (i's bit d clear) trade halves of their rounds, i keeping the lower
+  // half, each combining the lower lane's value first (in order); after log2(R) levels
+  // lane i holds one round (its bits pick the halves), folded into lanes 0 .. R-1
+  constexpr bool BUTTERFLY = L > 32 * V && R >= 2 && R <= 32 && (R & (R - 1)) == 0;
+  if constexpr (BUTTERFLY) {
 #pragma unroll
-    for (int d = 1; d < W; d <<= 1) {
+    for (int d = 1; d < R; d <<= 1) {
+      const int half = R / (2 * d);
+      const bool up = (lane & d) != 0;
 #pragma unroll
-      for (int r = 0; r < R; ++r) {
-        const A o = shfl_any<1>(c[r], d);
-        if ((lane & (2 * d - 1)) == 0) c[r] = f(c[r], o);
+      for (int k = 0; k < R / 2; ++k) {
+        if (k < half) {
+          const A send = up ? c[k] : c[k + half];
+          const A recv = shfl_any<2>(send, lane ^ d);
+          c[k] = up ? f(recv, c[k + half]) : f(c[k], recv);
+        }
       }
     }
+    c[0] = fold_down<R, 32>(c[0], f, lane);
+  } else {
+#pragma unroll
+    for (int r = 0; r < R; ++r) c[r] = fold_down<1, W>(c[r], f, lane);
+  }
+  if constexpr (L <= 32 * V) {  // a segment is W lanes of one round
     if ((lane & (W - 1)) == 0) {
 #pragma unroll
       for (int r = 0; r < R; ++r) put((r * NT * V + (int)threadIdx.x * V) / L, c[r]);
@@ -184,49 +216,16 @@ __device__ __forceinline__ void tile_fold_chunks(const A* y, F f, Put put) {
     __shared__ __align__(16) unsigned char raw[R * NW * sizeof(A)];
     A* part = reinterpret_cast<A*>(raw);
     const int wi = (int)threadIdx.x >> 5;
-    if constexpr (R >= 2 && R <= 32 && (R & (R - 1)) == 0) {
-      // the warp's total of every round, R - 1 + log2(32 / R) shuffles instead of
-      // 5 R: lanes i and i + d (i's bit d clear) trade halves of their rounds, i keeping
-      // the lower half, each combining the lower lane's value first (in order); after
-      // log2(R) levels lane i holds one round (its bits pick the halves), which a
-      // shuffle-down tree over lanes of equal round folds into lanes 0 .. R-1
-#pragma unroll
-      for (int d = 1; d < R; d <<= 1) {
-        const int half = R / (2 * d);
-        const bool up = (lane & d) != 0;
-#pragma unroll
-        for (int k = 0; k < R / 2; ++k) {
-          if (k < half) {
-            const A send = up ? c[k] : c[k + half];
-            const A recv = shfl_any<2>(send, lane ^ d);
-            c[k] = up ? f(recv, c[k + half]) : f(c[k], recv);
-          }
-        }
-      }
-#pragma unroll
-      for (int d = R; d < 32; d <<= 1) {
-        const A o = shfl_any<1>(c[0], d);
-        if ((lane & (2 * d - 1)) < R) c[0] = f(c[0], o);
-      }
+    if constexpr (BUTTERFLY) {
       if (lane < R) {
         int r = 0;
 #pragma unroll
         for (int d = 1; d < R; d <<= 1) r += (lane & d) ? R / (2 * d) : 0;
         part[r * NW + wi] = c[0];
       }
-    } else {
+    } else if (lane == 0) {
 #pragma unroll
-      for (int d = 1; d < 32; d <<= 1) {
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-          const A o = shfl_any<1>(c[r], d);
-          if ((lane & (2 * d - 1)) == 0) c[r] = f(c[r], o);
-        }
-      }
-      if (lane == 0) {
-#pragma unroll
-        for (int r = 0; r < R; ++r) part[r * NW + wi] = c[r];
-      }
+      for (int r = 0; r < R; ++r) part[r * NW + wi] = c[r];
     }
     __syncthreads();
     // a segment's RS * GW totals lie in order at part[r0 * NW + w0 ...]
@@ -243,11 +242,7 @@ __device__ __forceinline__ void tile_fold_chunks(const A* y, F f, Put put) {
       A t = part[b];
 #pragma unroll
       for (int e = 1; e < E; ++e) t = f(t, part[b + e]);
-#pragma unroll
-      for (int d = 1; d < 32; d <<= 1) {
-        const A o = shfl_any<1>(t, d);
-        if ((lane & (2 * d - 1)) == 0) t = f(t, o);
-      }
+      t = fold_down<1, 32>(t, f, lane);
       if (lane == 0 && wi < N / L) put(s, t);
     } else {
       for (int s = (int)threadIdx.x; s < N / L; s += NT) {
@@ -276,12 +271,8 @@ __device__ __forceinline__ void tile_fold_small(const A* y, F f, Put put) {
   static_assert(N < NT && (N & (N - 1)) == 0 && NT % 32 == 0, "small fold layout");
   constexpr int W = N < 32 ? N : 32;
   const int lane = (int)threadIdx.x & 31;
-  A c = y[0];  // threads past the tile hold garbage, which no put sees
-#pragma unroll
-  for (int d = 1; d < W; d <<= 1) {
-    const A o = shfl_any<1>(c, d);
-    if ((lane & (2 * d - 1)) == 0) c = f(c, o);
-  }
+  const A c = fold_down<1, W>(y[0], f, lane);  // threads past the tile hold garbage,
+                                               // which no put sees
   if constexpr (N <= 32) {
     if (threadIdx.x == 0) put(0, c);
   } else {
