@@ -420,6 +420,54 @@ def test_reduce_float_sum_bound():
     assert abs(float(o[0]) - x.astype(np.float64).sum()) <= bound
 
 
+# --- sequential reduce (tilecore's extension: left to right) -----------------------------------------
+@ct.kernel
+def seq_folds(x, f, ok, o1, o_rows, o_cols, o_float, o_pairs, N: ct.Constant[int]):
+    t = ct.load(x, (0,), (N,))
+    ct.store(o1, (0,), ct.reduce(t, 0, lambda a, b: a - b, 0, keepdims=True, sequential=True))
+    m = ct.reshape(t, (4, N // 4))
+    ct.store(o_rows, (0,), ct.reduce(m, 1, operator.sub, 0, sequential=True))
+    ct.store(o_cols, (0, 0), ct.reduce(m, 0, operator.sub, 0, keepdims=True, sequential=True))
+    ct.store(o_float, (0,), ct.reduce(ct.load(f, (0,), (N,)), 0, operator.add, 0.0,
+                                      keepdims=True, sequential=True))
+    # (ok, value) pairs: lanes with ok == 0 pass the running value through
+    o, v = ct.reduce((ct.load(ok, (0,), (N,)), t), 0,
+                     lambda oa, a, ob, b: (ct.maximum(oa, ob),
+                                           ct.where((oa != 0) & (ob != 0), a - b,
+                                                    ct.where(ob != 0, b, a))),
+                     (0, 0), keepdims=True, sequential=True)
+    ct.store(o_pairs, (0,), v)
+
+
+def _left_fold(values, f):
+    acc = values[0]
+    for v in values[1:]:
+        acc = f(acc, v)
+    return acc
+
+
+@pytest.mark.parametrize("n", [8, 16, 32, 64, 256])
+def test_sequential_reduce_folds_left_to_right(n):
+    """Subtraction and float32 sums (1e8 then small items, which a tree of the
+    small items first would carry) tell a left-to-right fold from any other."""
+    x = RNG.integers(-1000, 1000, n).astype(np.int32)
+    f = np.concatenate(([1e8], RNG.integers(1, 6, n - 1))).astype(np.float32)
+    ok = (RNG.random(n) < 0.6).astype(np.int32)
+    ok[n // 2] = 1
+    o1, o_rows = np.zeros(1, np.int32), np.zeros(4, np.int32)
+    o_cols, o_float, o_pairs = (np.zeros((1, n // 4), np.int32), np.zeros(1, np.float32),
+                                np.zeros(1, np.int32))
+    run(seq_folds, [x, f, ok, o1, o_rows, o_cols, o_float, o_pairs, n])
+    assert o1[0] == x[0] - x[1:].sum()
+    m = x.reshape(4, n // 4)
+    np.testing.assert_array_equal(o_rows, m[:, 0] - m[:, 1:].sum(1))
+    np.testing.assert_array_equal(o_cols[0], m[0] - m[1:].sum(0))
+    want = _left_fold(list(f), lambda a, b: np.float32(a + b))
+    assert o_float[0] == want and want != np.float32(f.astype(np.float64).sum())
+    kept = x[ok != 0]
+    assert o_pairs[0] == kept[0] - kept[1:].sum()
+
+
 # --- errors ---------------------------------------------------------------------------------------
 @ct.kernel
 def e_capture(x, p):

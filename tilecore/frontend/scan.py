@@ -253,14 +253,17 @@ def _reduce(lw: "Lowerer", a: dict, loc: Loc) -> FrontVal:
     axis = _axis(a, xs[0].type.ndim, "reduce", loc)
     func = _func(a["func"], "reduce", loc)
     keepdims = const_bool(a["keepdims"], "reduce", "keepdims", loc)
+    sequential = const_bool(a["sequential"], "reduce", "sequential", loc)
     dtypes = [x.type.dtype for x in xs]
     ids = _identities(a["identity"], dtypes, tuple_mode, "reduce", loc)
     region = _region(lw, dtypes, _user_body(lw, func, dtypes, tuple_mode, "Reduction", loc),
                      "reduction", loc)
     shape = xs[0].type.shape
     shape = shape[:axis] + ((1,) if keepdims else ()) + shape[axis + 1:]
-    return _emit(lw, "fold", xs, shape, {"axis": axis, "keepdims": keepdims, "identities": ids},
-                 region, tuple_mode, loc)
+    attrs = {"axis": axis, "keepdims": keepdims, "identities": ids}
+    if sequential:   # left to right (ops.reduce); absent otherwise, as before the extension
+        attrs["sequential"] = True
+    return _emit(lw, "fold", xs, shape, attrs, region, tuple_mode, loc)
 
 
 def _default_rounding(a: dict, fn: str, loc: Loc) -> None:

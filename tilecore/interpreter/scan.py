@@ -5,8 +5,8 @@ it runs here on whole arrays at once: `combine` evaluates it on the arrays of
 all left operands and all right operands of one step. A scan takes log2(n)
 such steps (Hillis-Steele: step d combines each element with the running
 value d places before it, the earlier one on the left); a fold halves the
-axis at each step, combining neighbours in order. Neither uses the identity
-or assumes commutativity.
+axis at each step, combining neighbours in order, or (sequential) runs along
+it left to right. Neither uses the identity or assumes commutativity.
 """
 from __future__ import annotations
 
@@ -58,6 +58,12 @@ def _scan(ctx: BlockContext, op: Op, args: list) -> tuple:
 def _fold(ctx: BlockContext, op: Op, args: list) -> tuple:
     axis = op.attrs["axis"]
     ys = [_last(a, axis, False) for a in args]
+    if op.attrs.get("sequential"):   # left to right: element j joins the running value
+        acc = [y[..., :1] for y in ys]
+        for j in range(1, ys[0].shape[-1]):
+            acc = [np.broadcast_to(v, a.shape) for v, a in
+                   zip(combine(ctx, op.regions[0], acc, [y[..., j:j + 1] for y in ys]), acc)]
+        ys = acc
     while ys[0].shape[-1] > 1:
         first = [y[..., 0::2] for y in ys]
         new = combine(ctx, op.regions[0], first, [y[..., 1::2] for y in ys])

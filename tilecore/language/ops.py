@@ -454,5 +454,12 @@ def scan(x, /, axis, func, identity, *, reverse=False):
 
 
 @_tile_only
-def reduce(x, /, axis, func, identity, *, keepdims=False):
-    """Reduction of a tile, or of a tuple of tiles, along `axis` with `func` (as scan)."""
+def reduce(x, /, axis, func, identity, *, keepdims=False, sequential=False):
+    """Reduction of a tile, or of a tuple of tiles, along `axis` with `func` (as scan).
+    The association is the implementation's (tilecore: a fixed in-order tree), unless
+    `sequential` (a tilecore extension): then each reduction combines left to right,
+    ((x0 func x1) func x2) ..., the one association of a non-associative `func` (float
+    sums) that a fold resumed from any earlier partial result reproduces bit for bit
+    (DeviceScan's ordered look-back is built on it). Meant for short axes: on the GPU
+    a 1-D tile of at most 32 elements folds in one warp, longer axes one thread per
+    reduction through shared memory."""

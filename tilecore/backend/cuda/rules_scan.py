@@ -9,7 +9,8 @@ data. A scan along another axis first lays the tile out with that axis last
 (through shared memory) and back afterwards. A fold is a scan whose segment
 totals (the last element of each) go through shared memory to the result's
 layout. A fold along the last axis in segments of whole chunks skips the
-scan: tc::tile_fold combines each segment's chunks pairwise in order.
+scan: tc::tile_fold combines each segment's chunks pairwise in order. A
+sequential fold (left to right) runs in one warp or one thread a segment.
 """
 from __future__ import annotations
 
@@ -68,10 +69,10 @@ def _permuted(shape: tuple[int, ...], axis: int, p: str) -> str:
            f"(({p}) / {length}) % {inner}"
 
 
-def _smem_arrays(ctx: Ctx, op: Op, count: int, tag: str) -> list[str]:
+def _smem_arrays(ctx: Ctx, op: Op, count: int, tag: str, start: int = 0) -> list[str]:
     """Typed pointers into dynamic shared memory holding `count` elements of
-    each operand's dtype, one after another (16-byte aligned)."""
-    ptrs, offset = [], 0
+    each operand's dtype, one after another (16-byte aligned), from byte `start`."""
+    ptrs, offset = [], start
     for i, x in enumerate(op.operands):
         ct = ctx.uses(x.type.dtype)
         ptr = f"{tag}{op.results[0].id}_{i}"
@@ -165,7 +166,9 @@ def _fold(ctx: Ctx, op: Op) -> None:
     lay = ctx.layout(x0.type)
     ctx.open("")
     a, f = _combiner(ctx, op)
-    if _folds_directly(ctx, op):
+    if op.attrs.get("sequential"):
+        totals = _fold_sequential(ctx, op, a, f)
+    elif _folds_directly(ctx, op):
         # tc::tile_fold gives segment s's total to put(s, total)
         y, _ = _stage(ctx, op, a)
         totals = _smem_arrays(ctx, op, op.results[0].type.size, "st")
@@ -187,6 +190,45 @@ def _fold(ctx: Ctx, op: Op) -> None:
                  need_e=True)
     ctx.line("__syncthreads();")
     ctx.close()
+
+
+def _fold_sequential(ctx: Ctx, op: Op, a: str, f: str) -> list[str]:
+    """A left-to-right fold (ct.reduce(..., sequential=True)); returns the
+    shared-memory arrays of the segment totals. A whole tile of at most 32
+    elements, one a thread, folds in one warp (tc::tile_fold_sequential); else
+    the tile goes to shared memory in row-major order and one thread folds each
+    segment along the axis."""
+    x0 = op.operands[0]
+    shape, axis = x0.type.shape, op.attrs["axis"]
+    length, size = shape[axis], x0.type.size
+    lay = ctx.layout(x0.type)
+    if length == size <= 32 and lay.per_thread == 1:
+        y, _ = _stage(ctx, op, a)
+        totals = _smem_arrays(ctx, op, 1, "st")
+        writes = " ".join(f"{t}[s] = v.m{i};" for i, t in enumerate(totals))
+        ctx.line(f"tc::tile_fold_sequential<{size}>({y}, {f}, "
+                 f"[&](int s, const {a}& v) {{ {writes} }});")
+        return totals
+    sx = _smem_arrays(ctx, op, size, "sx")
+    staged = sum((size * x.type.dtype.itemsize + 15) // 16 * 16 for x in op.operands)
+    segments = op.results[0].type.size
+    totals = _smem_arrays(ctx, op, segments, "st", staged)
+    guard = f"if ({lay.valid('e')}) " if lay.partial else ""
+    ctx.for_each(lay, [f"{guard}{s}[e] = {element_arg(ctx, x)};"
+                       for s, x in zip(sx, op.operands)])
+    ctx.line("__syncthreads();")
+    inner = math.prod(shape[axis + 1:])
+
+    def at(i: str) -> str:
+        return ", ".join(f"{s}[{i}]" for s in sx)
+    writes = " ".join(f"{t}[s] = acc.m{i};" for i, t in enumerate(totals))
+    ctx.open(f"for (int s = (int)threadIdx.x; s < {segments}; s += {ctx.threads})")
+    ctx.line(f"const int b = (s / {inner}) * {length * inner} + s % {inner};")
+    ctx.line(f"{a} acc{{{at('b')}}};")
+    ctx.line(f"for (int j = 1; j < {length}; ++j) acc = {f}(acc, {a}{{{at(f'b + j * {inner}')}}});")
+    ctx.line(writes)
+    ctx.close()
+    return totals
 
 
 def _folds_directly(ctx: Ctx, op: Op) -> bool:

@@ -290,6 +290,19 @@ __device__ __forceinline__ void tile_fold_small(const A* y, F f, Put put) {
   }
 }
 
+// A tile of 2..32 elements (threads 0..N-1 hold one each) folded left to right,
+// ((x0 f x1) f x2) ... (ct.reduce(..., sequential=True)): lane i's element is
+// broadcast in turn; the shuffles do not wait for the running value, only the
+// combines chain. Every thread runs the shuffles; thread 0 puts.
+template <int N, class A, class F, class Put>
+__device__ __forceinline__ void tile_fold_sequential(const A* y, F f, Put put) {
+  static_assert(N >= 2 && N <= 32, "a sequential warp fold is of 2..32 elements");
+  A acc = shfl_any<2>(y[0], 0);
+#pragma unroll
+  for (int i = 1; i < N; ++i) acc = f(acc, shfl_any<2>(y[0], i));
+  if (threadIdx.x == 0) put(0, acc);
+}
+
 // tile_fold_chunks, or tile_fold_small for a tile of fewer elements than threads
 // (V == 1, L == N).
 template <int NT, int N, int V, int L, class A, class F, class Put>
