@@ -182,12 +182,13 @@ class _Sig(Signature):
     by the library's `apart`; skipped for the same five array objects as the
     last call that passed, whose memory cannot have moved: a NumPy array,
     CuPy array or DeviceArray keeps its buffer; a PyTorch tensor can move
-    (`set_`, `resize_`), so for tensors their pointers, sizes and strides
-    must be those of that call too), the device and the temporary storage (at
+    (`set_`, `resize_`), so for tensors their pointers, shapes and strides
+    must be those of that call too, and then their sizes are known: `fits`,
+    the most items those tensors take), the device and the temporary storage (at
     least 1 byte, or the large launches' bytes)."""
 
     __slots__ = ("small", "max_items", "make_large", "large", "device_id", "apart", "last",
-                 "place", "places")
+                 "place", "places", "fits")
 
     def __init__(self, small: _Small, max_items: int, make_large, libs: tuple,
                  device_id: int) -> None:
@@ -203,21 +204,24 @@ class _Sig(Signature):
         # where a tensor's memory is (PyTorch only) and where the last ones' was
         self.place = _tensor_place if lib.name == "torch" else None
         self.places: tuple = ()
+        self.fits = 0
 
     def call(self, temp, keys, uniq, vals, aggs, runs, n, stream) -> int:
         if type(n) is not int or not 0 < n < NARROW or self.epoch != epoch():
             return 0
-        lk, lu, lv, la, lr = self.libs
-        if lk.vec(keys) < n or lv.vec(vals) < n or lu.vec(uniq) < n or la.vec(aggs) < n or \
-                lr.vec(runs) < 1:
-            return 0
         last, place = self.last, self.place
-        if last is None or last[0]() is not keys or last[1]() is not uniq or \
-                last[2]() is not vals or last[3]() is not aggs or last[4]() is not runs or \
-                place is not None and self.places != (place(keys), place(uniq), place(vals),
-                                                       place(aggs), place(runs)):
-            if not self._apart(keys, uniq, vals, aggs, runs):
+        same = last is not None and last[0]() is keys and last[1]() is uniq and \
+            last[2]() is vals and last[3]() is aggs and last[4]() is runs
+        if place is None or not same or n > self.fits or \
+                self.places != (place(keys), place(uniq), place(vals), place(aggs), place(runs)):
+            lk, lu, lv, la, lr = self.libs
+            sizes = (lk.vec(keys), lu.vec(uniq), lv.vec(vals), la.vec(aggs))
+            if min(sizes) < n or lr.vec(runs) < 1:
                 return 0
+            if not same or place is not None:
+                if not self._apart(keys, uniq, vals, aggs, runs):
+                    return 0
+                self.fits = min(sizes)
         if self.device >= 0 and not self.on_device((keys, uniq, vals, aggs, runs)):
             return 0
         if n <= self.max_items:
@@ -260,8 +264,8 @@ class _Sig(Signature):
 
 
 def _tensor_place(t: Any) -> tuple:
-    """Where a 1-d PyTorch tensor's elements are: (pointer, size, stride)."""
-    return t.data_ptr(), t.shape[0], t.stride(0)
+    """Where a PyTorch tensor's elements are: (pointer, shape, strides)."""
+    return t.data_ptr(), t.shape, t.stride()
 
 
 _sigs: dict[tuple, _Sig] = {}
