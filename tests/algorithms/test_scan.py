@@ -15,7 +15,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from tilecore.algorithms import DeviceScan as S, cumsum
+import tilecore as ct
+from tilecore.algorithms import DeviceScan as S, cumsum, scan_kernels as K
 from tilecore.dispatch import override_policy
 
 TILE = 64
@@ -27,8 +28,10 @@ REDUCE_THEN_SCAN = dict(_SMALL, mode=1, exact_mode=1)
 # over several windows), two-level groups of 4 tiles for the others
 LOOKBACK = dict(_SMALL, mode=3, exact_mode=2, lookback_window=4, group_tiles=4)
 GROUPS = dict(_SMALL, mode=3, exact_mode=3, group_tiles=4)
-MODES = [SINGLE_PASS, REDUCE_THEN_SCAN, LOOKBACK, GROUPS]
-MODE_IDS = ["fenwick", "rts", "lookback", "groups"]
+# the ordered look-back (any operator), windows of 4: many window boundaries
+ORDERED = dict(_SMALL, mode=4, exact_mode=4, lookback_window=4)
+MODES = [SINGLE_PASS, REDUCE_THEN_SCAN, LOOKBACK, GROUPS, ORDERED]
+MODE_IDS = ["fenwick", "rts", "lookback", "groups", "ordered"]
 SIZES = [0, 1, 2, 31, 32, 33, TILE - 1, TILE, TILE + 1, 2 * TILE + 5, 3001]
 INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 FLOATS = [np.float16, ml_dtypes.bfloat16, np.float32, np.float64]
@@ -359,8 +362,8 @@ def test_policy_tables_and_overrides():
     assert "sm_80.yaml" in select_scan_policy(86, key).source
     assert select_scan_policy(70, key).source == "built-in"
     assert select_scan_policy(120, {**key, "op": "user"}).tile_items == 32768
-    with pytest.raises(TuningError, match="'mode': expected a value in 0..3, got 4"):
-        with override_policy("scan", mode=4):
+    with pytest.raises(TuningError, match="'mode': expected a value in 0..4, got 5"):
+        with override_policy("scan", mode=5):
             pass
     x = np.zeros(10, np.float32)
     with pytest.raises(TuningError, match=r"mode != 2"):   # not deterministic for float sums
@@ -379,7 +382,7 @@ def test_exact_operator_classes():
     assert not exact_operator("user", D.float32) and not exact_operator("user", D.bfloat16)
 
 
-@pytest.mark.parametrize("mode", [LOOKBACK, GROUPS], ids=["lookback", "groups"])
+@pytest.mark.parametrize("mode", [LOOKBACK, GROUPS, ORDERED], ids=["lookback", "groups", "ordered"])
 @pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.int64, np.uint64],
                          ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("n", [1, TILE + 1, 9 * TILE + 7, 3001])
@@ -402,6 +405,45 @@ def test_exact_ops_every_mode(n, dtype, mode):
     np.testing.assert_array_equal(y, seq_scan(list(x), min, dtype(7), exclusive=True))
     run(S.inclusive_scan, x, y, "xor", n, mode=mode)
     np.testing.assert_array_equal(y, np.bitwise_xor.accumulate(x.astype(acc)).astype(dtype))
+
+
+@ct.kernel
+def ordered_window(words, tile, wait, ok, W: ct.Constant[int]):
+    t = ct.load(tile, (0,), (1,)).item()
+    lane = (ct.maximum(t - 1, 0) // W) * W + ct.arange(W, dtype=ct.int32)
+    masks = K.window_masks(ct.load(words, (0,), (W,)), lane, t, W)
+    ct.store(wait, (0,), ct.astype(K.window_waits(masks), ct.int32))
+    ct.store(ok, (0,), K.from_newest_prefix(masks, lane, t, W))
+
+
+@pytest.mark.parametrize("window", [4, 32])
+def test_ordered_window_decisions(window):
+    """Mode 4's window test against a direct reading of the flags: wait while no
+    complete prefix (PREFIX, or READY with HEAD) has every live lane after it
+    ready, else fold from the newest one. Lanes past t-1 never count; the top
+    lane's bits sit at bit 31 and 63 of the masks."""
+    rng = np.random.default_rng(31)
+    for case in range(400):
+        w = int(rng.integers(0, 4))
+        t = w * window + int(rng.integers(1, window + 1))
+        ready = rng.random(window) < 0.8
+        flags = np.where(ready, K.READY, 0)
+        flags |= np.where(ready & (rng.random(window) < 0.3), K.PREFIX, 0)
+        flags |= np.where(ready & (rng.random(window) < 0.1), K.HEAD, 0)
+        if case % 7 == 0:
+            flags[window - 1] = 0                       # the top lane not ready
+        ready = (flags & K.READY) != 0
+        words = (flags.astype(np.int64) << 32) | rng.integers(0, 2**32, window)
+        wait, ok = np.zeros(1, np.int32), np.zeros(window, np.int32)
+        ct.launch(None, (1,), ordered_window, (words, np.array([t], np.int32), wait, ok, window))
+        lanes = w * window + np.arange(window)
+        live = lanes < t
+        complete = live & ((flags & (K.PREFIX | K.HEAD)) != 0)
+        newest = int(np.flatnonzero(complete).max()) if complete.any() else -1
+        waits = newest < 0 or bool((live & ~ready)[newest + 1:].any())
+        assert wait[0] == waits, (case, flags, t)
+        if not waits:
+            np.testing.assert_array_equal(ok, (live & (np.arange(window) >= newest)).astype(np.int32))
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.int64], ids=lambda d: np.dtype(d).name)

@@ -59,8 +59,11 @@ def test_sums(cp, n, dtype, exclusive):
 
 @pytest.mark.parametrize("mode", [dict(mode=0), dict(mode=1, block_threads=256),
                                   dict(mode=3), dict(mode=3, group_tiles=4),
-                                  dict(mode=3, block_threads=32, items_per_thread=32)],
-                         ids=["fenwick", "rts", "groups", "groups-4", "groups-1k-tiles"])
+                                  dict(mode=3, block_threads=32, items_per_thread=32),
+                                  dict(mode=4), dict(mode=4, lookback_window=2),
+                                  dict(mode=4, block_threads=32, items_per_thread=32)],
+                         ids=["fenwick", "rts", "groups", "groups-4", "groups-1k-tiles",
+                              "ordered", "ordered-w2", "ordered-1k-tiles"])
 @pytest.mark.parametrize("method", ["inclusive_sum", "exclusive_sum"])
 def test_float_sums_bit_identical_run_to_run(cp, method, mode):
     """The issue's determinism: 20 runs of a float32 sum over 2^22 + 3 random
@@ -80,10 +83,43 @@ def test_float_sums_bit_identical_run_to_run(cp, method, mode):
                 np.testing.assert_array_equal(got, first)
 
 
+def _mul_add(a, b):
+    return a * 0.5 + b
+
+
+@pytest.mark.parametrize("op", ["add", _mul_add], ids=["sum", "user"])
+def test_ordered_lookback_bits_do_not_depend_on_the_window(cp, op):
+    """Mode 4 folds left to right from whichever complete prefix its window shows:
+    the bits must be those of any other window (each finds prefixes at other
+    tiles, at other times), on 4097 tiles of 1024 items, inclusive and exclusive;
+    by key too (heads end the fold)."""
+    rng = np.random.default_rng(21)
+    n = 2**22 + 3
+    x = cp.asarray(rng.standard_normal(n).astype(np.float32))
+    keys = cp.asarray(np.repeat(np.arange(n), rng.integers(1, 5000, n))[:n].astype(np.int32))
+    calls = [(S.inclusive_scan, (x, None, op, n)),
+             (S.exclusive_scan, (x, None, op, np.float32(0.25), n)),
+             (S.inclusive_scan_by_key, (keys, x, None, op, n))]
+    tiles = dict(small_items=0, mode=4, block_threads=32, items_per_thread=32)
+    for method, args in calls:
+        seen = None
+        for window in (2, 4, 32, 2):
+            y = cp.zeros_like(x)
+            with override_policy("scan", **tiles, lookback_window=window):
+                run(cp, method, *(y if a is None else a for a in args))
+            got = cp.asnumpy(y).view(np.uint32)
+            if seen is None:
+                seen = got
+            else:
+                np.testing.assert_array_equal(got, seen)
+
+
 @pytest.mark.parametrize("mode", [dict(exact_mode=2), dict(exact_mode=2, lookback_window=4),
                                   dict(exact_mode=2, exclusive_inverse=1, block_threads=512),
-                                  dict(exact_mode=3), dict(exact_mode=0)],
-                         ids=["lookback", "lookback-w4", "lookback-inverse", "groups", "fenwick"])
+                                  dict(exact_mode=3), dict(exact_mode=0), dict(exact_mode=4),
+                                  dict(exact_mode=4, lookback_window=4)],
+                         ids=["lookback", "lookback-w4", "lookback-inverse", "groups", "fenwick",
+                              "ordered", "ordered-w4"])
 def test_exact_ops_every_mode(cp, mode):
     """Exact operators on the GPU, where look-backs really race: int32 sums
     (wrapping), exclusive with init, max, and int64 min (wide status values),

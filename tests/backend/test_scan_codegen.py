@@ -238,6 +238,29 @@ int run_fold() {
   return bad != 0;
 }
 
+// tc::tile_fold_sequential: a whole small tile, left to right; lane i's element
+// is x[i] - i so the fold of (a - b) tells any other association apart.
+template <int NT, int N>
+int run_fold_sequential() {
+  struct I { long v; };
+  const auto sub = [](const I& a, const I& b) { return I{a.v * 3 - b.v}; };
+  I out{0};
+  int puts = 0;
+  block(NT, [&](int t) {
+    I y[1] = {t < N ? I{(long)(t * 7 % 11) - t} : I{999}};
+    tc::tile_fold_sequential<N>(y, sub, [&](int, const I& v) {
+      out = v;
+      __atomic_add_fetch(&puts, 1, __ATOMIC_RELAXED);
+    });
+    __syncthreads();
+  });
+  I acc{(long)0};
+  for (int i = 1; i < N; ++i) acc = sub(acc, I{(long)(i * 7 % 11) - i});
+  const int bad = out.v != acc.v || puts != 1;
+  if (bad) printf("sequential fold NT=%d N=%d: %ld, want %ld\n", NT, N, out.v, acc.v);
+  return bad;
+}
+
 #define BOTH(NT, N, V, L) fails += run<NT, N, V, L, false>() + run<NT, N, V, L, true>();
 int main() {
   int fails = 0;
@@ -276,6 +299,9 @@ int main() {
   fails += run_fold<1024, 16, 1, 16>();
   fails += run_fold<512, 256, 1, 256>();    // a group's words: 8 warps busy
   fails += run_fold<128, 64, 1, 64>();      // 2 warps, 2 idle
+  fails += run_fold_sequential<32, 32>();   // the ordered look-back's window: a whole warp
+  fails += run_fold_sequential<512, 16>();  // half a warp of 16 warps
+  fails += run_fold_sequential<64, 2>();
   printf("%d failures\n", fails);
   return fails != 0;
 }

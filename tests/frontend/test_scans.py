@@ -448,10 +448,11 @@ def _left_fold(values, f):
 
 @pytest.mark.parametrize("n", [8, 16, 32, 64, 256])
 def test_sequential_reduce_folds_left_to_right(n):
-    """Subtraction and float32 sums (1e8 then small items, which a tree of the
-    small items first would carry) tell a left-to-right fold from any other."""
+    """Subtraction and float32 sums (1e8, then 3s: each is below half an ulp of
+    1e8, so left to right they vanish, where a tree of the 3s first would carry)
+    tell a left-to-right fold from any other."""
     x = RNG.integers(-1000, 1000, n).astype(np.int32)
-    f = np.concatenate(([1e8], RNG.integers(1, 6, n - 1))).astype(np.float32)
+    f = np.concatenate(([1e8], np.full(n - 1, 3.0))).astype(np.float32)   # 3 < half an ulp
     ok = (RNG.random(n) < 0.6).astype(np.int32)
     ok[n // 2] = 1
     o1, o_rows = np.zeros(1, np.int32), np.zeros(4, np.int32)
@@ -463,7 +464,7 @@ def test_sequential_reduce_folds_left_to_right(n):
     np.testing.assert_array_equal(o_rows, m[:, 0] - m[:, 1:].sum(1))
     np.testing.assert_array_equal(o_cols[0], m[0] - m[1:].sum(0))
     want = _left_fold(list(f), lambda a, b: np.float32(a + b))
-    assert o_float[0] == want and want != np.float32(f.astype(np.float64).sum())
+    assert o_float[0] == want == np.float32(1e8) != np.float32(f.astype(np.float64).sum())
     kept = x[ok != 0]
     assert o_pairs[0] == kept[0] - kept[1:].sum()
 

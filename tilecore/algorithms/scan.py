@@ -34,7 +34,7 @@ import numpy as np
 import tilecore as ct
 
 from ..dispatch import overrides
-from ..dispatch.scan_policy import (MODE_FENWICK, MODE_GROUPS, MODE_LOOKBACK,
+from ..dispatch.scan_policy import (MODE_FENWICK, MODE_GROUPS, MODE_LOOKBACK, MODE_ORDERED,
                                     MODE_REDUCE_THEN_SCAN, ScanPolicy, select_scan_policy)
 from ..dispatch.target import Target
 from ..dispatch.temp_storage import Layout, check_size
@@ -102,7 +102,7 @@ class _Plan:
         k = self.single.get(threads)
         if k is None:
             fn = {MODE_FENWICK: K.scan_fenwick, MODE_LOOKBACK: K.scan_lookback,
-                  MODE_GROUPS: K.scan_groups}[self.mode]
+                  MODE_ORDERED: K.scan_ordered, MODE_GROUPS: K.scan_groups}[self.mode]
             k = self.single[threads] = kernel_for(fn, threads)
         return k
 
@@ -155,7 +155,7 @@ class _Plan:
             facts["P"] = padded
             if self.mode == MODE_FENWICK:
                 words, values = padded, tiles
-            elif self.mode == MODE_LOOKBACK:        # aggregates, then inclusive prefixes
+            elif self.mode in _LOOKBACKS:           # aggregates, then inclusive prefixes
                 words, values = padded, 2 * padded
             else:                                   # tile aggregates, then group aggregates
                 group = p.group_tiles
@@ -194,6 +194,13 @@ class _Plan:
 
 
 _plans: dict[tuple, _Plan] = {}
+# the look-backs that keep aggregates and inclusive prefixes (status words per tile)
+_LOOKBACKS = (MODE_LOOKBACK, MODE_ORDERED)
+# the single-pass modes whose tiles finish through local_scan/finish_known (the
+# exclusive_inverse and exclusive_pairs loads apply)
+_SINGLE_PASS_FINISHED = (MODE_LOOKBACK, MODE_ORDERED, MODE_GROUPS)
+# mode 4's window: its lanes are bits of one half of an int64 (window_masks)
+ORDERED_WINDOW_MAX = 32
 # items per thread of an exclusive user scan at most: float32 `a + b` at 512 x 64 spills
 # 552 bytes under NVRTC 13.0 for sm_90 (inclusive: none), at 512 x 32 none
 EXCL_USER_ITEMS = 32
@@ -215,10 +222,10 @@ def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool
         exact = exact_operator(kind, acc)
         mode = policy.exact_mode if exact else policy.mode
         inv = (policy.exclusive_inverse == 1 and exclusive and not by_key
-               and mode in (MODE_LOOKBACK, MODE_GROUPS) and kind in ("add", "xor")
+               and mode in _SINGLE_PASS_FINISHED and kind in ("add", "xor")
                and not acc.is_float)
         pairs = (policy.exclusive_pairs >= 1 and exclusive and not by_key and kind != "user"
-                 and mode in (MODE_LOOKBACK, MODE_GROUPS) and not inv)
+                 and mode in _SINGLE_PASS_FINISHED and not inv)
         threads = policy.block_threads
         # an exclusive user scan's tile is shifted by one item and carries (ok, value)
         # pairs through its fold and scan (no identity for lane 0): about twice the
@@ -502,7 +509,12 @@ def _make_launches(plan: _Plan, n: int, items: int, has_init: bool,
         tail = (tile, *common, exclusive, has_init, by_key, in_place, plan.packed, bits, wide,
                 single)
     else:
-        size = plan.policy.lookback_window if mode == MODE_LOOKBACK else facts["group"]
+        if mode == MODE_LOOKBACK:
+            size = plan.policy.lookback_window
+        elif mode == MODE_ORDERED:      # a window's lanes are bits of one int64 half
+            size = min(plan.policy.lookback_window, ORDERED_WINDOW_MAX)
+        else:
+            size = facts["group"]
         tail = (facts["P"], tile, size, *common,
                 exclusive and not plan.inv and not plan.pairs_for(n), exclusive, plan.inv,
                 has_init, by_key, in_place, plan.packed, wide, single)

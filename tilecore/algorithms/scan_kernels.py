@@ -10,7 +10,7 @@ halves, so that both drivers below share them:
 - `tile_finish` puts the tile's exclusive prefix (and init) into lane 0, scans
   the tile (`ct.scan`/`ct.cumsum`, associative and never commutative) and
   stores it (masked in the last, partial tile: nothing past num_items is
-  written). `local_scan` + `finish_known` (modes 2 and 3, not by key: well-known
+  written). `local_scan` + `finish_known` (modes 2, 3 and 4, not by key: well-known
   operators, and in mode 3 user operators of tiles not shifted, i.e. all but
   exclusive scans) instead scan the tile on its own while the look-back's
   first load is in flight, then apply init (+) prefix to every lane.
@@ -29,6 +29,10 @@ every association gives the same bits):
   atomic ticket counter, so a block only waits for tiles taken earlier by
   running blocks. It folds whatever aggregates and prefixes it finds, so its
   association depends on timing: the policy refuses it for other operators.
+- `scan_ordered` (mode 4, any operator): the decoupled look-back folded left
+  to right (ct.reduce(sequential=True)) from the newest complete prefix in
+  the window holding tile t-1: the left fold of the aggregates from any
+  earlier inclusive prefix is the same bits (its docstring).
 - `scan_groups` (mode 3, any operator): aligned groups of G tiles. Tile
   t = kG + j: exclusive(t) = fold(Ag(0 .. k-1)) (+) fold(A[kG .. t-1]), A the
   tiles' aggregates and Ag the groups' (published by each group's last tile
@@ -53,7 +57,8 @@ every association gives the same bits):
   folds partials 0..b-1 (one fixed-shape reduction) and scans its chunk tile
   by tile. Reads the input twice.
 
-Determinism (modes 0, 1, 3, every operator, float sums included): every value a
+Determinism (modes 0, 1, 3, every operator, float sums included; mode 4: the
+left fold, scan_ordered): every value a
 tile publishes or uses is a fold whose operands (aggregates, Fenwick entries,
 group aggregates) and association (Fenwick ranges; group boundaries and the
 fixed tree of the G-lane reduction, in which masked lanes pass the other
@@ -67,9 +72,9 @@ Status words pack the flags (READY, HEAD: a key run starts in the range,
 PREFIX: an inclusive prefix) in their high 32 bits and a value of up to 32
 bits in their low bits, published by one relaxed 64-bit store and read by one
 relaxed load or atomic (PACKED); wider values go to `vals` with plain stores,
-published by a release store of the word and read after an acquire (mode 2
-keeps aggregates and prefixes in separate halves of `vals`, since a word goes
-from aggregate to prefix).
+published by a release store of the word and read after an acquire (modes 2
+and 4 keep aggregates and prefixes in separate halves of `vals`, since a word
+goes from aggregate to prefix).
 
 `scan_init` clears the ticket counter and the status words before a
 single-pass scan.
@@ -80,7 +85,8 @@ import tilecore as ct
 
 from .reduce_kernels import combine_known
 
-__all__ = ["scan_init", "scan_fenwick", "scan_lookback", "scan_groups", "scan_recompute",
+__all__ = ["scan_init", "scan_fenwick", "scan_lookback", "scan_ordered", "scan_groups",
+           "scan_recompute", "window_masks", "window_waits", "from_newest_prefix",
            "scan_partials", "scan_downsweep", "READY", "HEAD", "PREFIX"]
 
 MO, MS = ct.MemoryOrder, ct.MemoryScope
@@ -513,6 +519,29 @@ def flags_of(head):
     return ct.astype(head, ct.int64) * HEAD + READY
 
 
+@ct.function
+def publish_aggregate(status, vals, P, t, a_head, agg, ACC, PACKED):
+    """A look-back tile's first word (modes 2 and 4): its aggregate; tile 0's is
+    its inclusive prefix."""
+    if t == 0:
+        publish_at(status, t, vals, P + t, ct.full((1,), READY | PREFIX, ct.int64), agg,
+                   ACC, PACKED)
+    else:
+        publish_at(status, t, vals, t, flags_of(a_head), agg, ACC, PACKED)
+
+
+@ct.function
+def publish_prefix(status, vals, P, t, excl, a_head, agg, KIND, OP, ACC, BY_KEY, PACKED):
+    """Publish tile t's inclusive prefix (excl, then its aggregate) in its word
+    (modes 2 and 4); returns its exclusive prefix part (ok, head, value): item 0
+    starts a run, so every prefix holds a head."""
+    one = ct.full((1,), 1, ct.int32)
+    _, _, incl = join(one, one, excl, one, a_head, agg, KIND, OP, ACC, BY_KEY)
+    publish_at(status, t, vals, P + t, ct.full((1,), READY | PREFIX, ct.int64), incl, ACC,
+               PACKED)
+    return one, one, excl
+
+
 # --- decoupled look-back (exact operators) ----------------------------------------------------
 @ct.function
 def lb_combine(f_a, a, f_b, b, KIND, OP, ACC):
@@ -554,11 +583,7 @@ def scan_lookback(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Consta
     w = t
     words = ct.zeros((WINDOW,), ct.int64)
     if not SINGLE:
-        if t == 0:
-            publish_at(status, t, vals, P + t, ct.full((1,), READY | PREFIX, ct.int64), agg,
-                       ACC, PACKED)
-        else:
-            publish_at(status, t, vals, t, flags_of(a_head), agg, ACC, PACKED)
+        publish_aggregate(status, vals, P, t, a_head, agg, ACC, PACKED)
         w = ct.maximum(end - 1, 0) // WINDOW
         words = load_words(status, w, WINDOW, PACKED)   # in flight while the tile is scanned
     if OVERLAP:
@@ -595,13 +620,119 @@ def scan_lookback(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Consta
                 w = (end - 1) // WINDOW
                 words = load_words(status, w, WINDOW, PACKED)
         if t > 0:
-            one = ct.full((1,), 1, ct.int32)
-            p_ok = one
-            p_head = one                   # item 0 starts a run: every prefix holds a head
-            p_val = excl
-            _, _, incl = join(one, one, excl, one, a_head, agg, KIND, OP, ACC, BY_KEY)
-            publish_at(status, t, vals, P + t, ct.full((1,), READY | PREFIX, ct.int64), incl,
-                       ACC, PACKED)
+            p_ok, p_head, p_val = publish_prefix(status, vals, P, t, excl, a_head, agg, KIND,
+                                                 OP, ACC, BY_KEY, PACKED)
+    if OVERLAP:
+        finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, HAS_INIT, INV,
+                     WIDE)
+    else:
+        tile_finish(y, n, t, u, hu, h, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL,
+                    HAS_INIT, BY_KEY, WIDE)
+
+
+# --- ordered look-back (any operator) -----------------------------------------------------------
+@ct.function
+def window_masks(words, lane, t, WINDOW):
+    """One int64: bit j (low half) set where window lane j (tile `lane`, before
+    t) holds a complete prefix (PREFIX, or an aggregate with a HEAD), bit 32 + j
+    where it is not yet ready. Its low half exceeds its high half exactly when
+    some complete prefix has every lane after it ready (the two sets of bits are
+    disjoint: the larger holds the highest bit)."""
+    f = words >> 32
+    live = lane < t
+    bit = ct.full((WINDOW,), 1, ct.int64) << ct.astype(ct.arange(WINDOW, dtype=ct.int32),
+                                                        ct.int64)
+    ready = (f & READY) != 0
+    complete = live & ready & ((f & (PREFIX | HEAD)) != 0)
+    waiting = live & ~ready
+    return ct.sum(ct.where(complete, bit, 0) + ct.where(waiting, bit << 32, 0), 0,
+                  keepdims=True)
+
+
+@ct.function
+def window_waits(masks):
+    """Whether a window's masks (window_masks) show no complete prefix with every
+    lane after it ready: the look-back must read the window again."""
+    return (masks & 0xFFFFFFFF) <= ((masks >> 32) & 0xFFFFFFFF)
+
+
+@ct.function
+def from_newest_prefix(masks, lane, t, WINDOW):
+    """1 on the window's lanes from its newest complete prefix (the highest bit
+    of the masks' low half) up to tile t-1, else 0."""
+    bit = ct.full((WINDOW,), 1, ct.int64) << ct.astype(ct.arange(WINDOW, dtype=ct.int32),
+                                                        ct.int64)
+    return ct.where((lane < t) & (bit > ((masks & 0xFFFFFFFF) >> 1)), 1, 0)
+
+
+@ct.kernel
+def scan_ordered(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant[int],
+                 WINDOW: ct.Constant[int], ACC: ct.Constant, KIND: ct.Constant[str],
+                 OP: ct.Constant, ID: ct.Constant, EQ: ct.Constant, HAS_EQ: ct.Constant[bool],
+                 SHIFT: ct.Constant[bool], EXCL: ct.Constant[bool], INV: ct.Constant[bool],
+                 HAS_INIT: ct.Constant[bool], BY_KEY: ct.Constant[bool],
+                 IN_PLACE: ct.Constant[bool], PACKED: ct.Constant[bool],
+                 WIDE: ct.Constant[bool], SINGLE: ct.Constant[bool]):
+    """Mode 4: the decoupled look-back, deterministic for every operator. Tile
+    t's exclusive prefix is the left fold (((A[0] (+) A[1]) (+) A[2]) ...) (+)
+    A[t-1] of the tiles' aggregates, and so is I[p] (+) A[p+1] (+) ... (+) A[t-1]
+    folded left to right from ANY earlier tile p's inclusive prefix I[p] (itself
+    that left fold through p; by key, from any aggregate holding a head). So the
+    tile publishes its aggregate at once (WINDOW <= 32), reads the aligned window
+    of status words holding tile t-1 (the first load in flight while the tile is
+    scanned) until some complete prefix in it has every later word ready, and
+    folds from the newest such prefix with ct.reduce(sequential=True). Which
+    prefix it finds depends on timing; the prefix it computes does not. Wide
+    values: aggregates in vals[t], prefixes in vals[P + t], as in mode 2."""
+    OVERLAP = not BY_KEY and (KIND != "user" or not SHIFT)
+    t = ticket(counter, SINGLE)
+    u, hu, h, a_ok, a_head, agg = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ,
+                                             HAS_EQ, SHIFT, BY_KEY, IN_PLACE, WIDE)
+    p_ok = ct.zeros((1,), ct.int32)
+    p_head = ct.zeros((1,), ct.int32)
+    p_val = ct.full((1,), ID, ACC)
+    w = t
+    words = ct.zeros((WINDOW,), ct.int64)
+    if not SINGLE:
+        publish_aggregate(status, vals, P, t, a_head, agg, ACC, PACKED)
+        w = ct.maximum(t - 1, 0) // WINDOW
+        words = load_words(status, w, WINDOW, PACKED)   # in flight while the tile is scanned
+    if OVERLAP:
+        z = local_scan(u, TILE, KIND, OP, ID, ACC, EXCL and not SHIFT and not INV)
+    if not SINGLE:
+        lane = w * WINDOW + ct.arange(WINDOW, dtype=ct.int32)
+        masks = window_masks(words, lane, t, WINDOW)
+        while (t > 0) & window_waits(masks).item():
+            words = load_words(status, w, WINDOW, PACKED)
+            masks = window_masks(words, lane, t, WINDOW)
+        if t > 0:
+            f = words >> 32
+            if PACKED:
+                v = from_bits(words, ACC)
+            else:
+                v = ct.where((f & PREFIX) != 0, ct.load(vals, (P // WINDOW + w,), (WINDOW,)),
+                             ct.load(vals, (w,), (WINDOW,)))
+            ok = from_newest_prefix(masks, lane, t, WINDOW)   # folded left to right
+            if BY_KEY:
+                hd = ct.astype(((f & HEAD) >> 1) & 1, ct.int32)
+                _, _, excl = ct.reduce(
+                    (ok, ct.where(ok != 0, hd, 0), v), 0,
+                    lambda oa, ha, a, ob, hb, b: join(oa, ha, a, ob, hb, b, KIND, OP, ACC,
+                                                      BY_KEY),
+                    (0, 0, 0), keepdims=True, sequential=True)
+            elif KIND != "user":
+                # lanes before the prefix hold an exact identity (float sums: -0.0, which
+                # leaves every x, -0.0 included, as it is): one combine a lane
+                pad = -0.0 if KIND == "add" and ACC.is_float else ID
+                excl = ct.reduce(ct.where(ok != 0, v, pad), 0,
+                                 lambda a, b: op2(a, b, KIND, OP, ACC), pad, keepdims=True,
+                                 sequential=True)
+            else:
+                _, excl = ct.reduce((ok, v), 0,
+                                    lambda oa, a, ob, b: join_ok(oa, a, ob, b, KIND, OP, ACC),
+                                    (0, 0), keepdims=True, sequential=True)
+            p_ok, p_head, p_val = publish_prefix(status, vals, P, t, excl, a_head, agg, KIND,
+                                                 OP, ACC, BY_KEY, PACKED)
     if OVERLAP:
         finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, HAS_INIT, INV,
                      WIDE)

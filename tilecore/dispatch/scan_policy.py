@@ -10,7 +10,9 @@ float sums and products and user operators; `exact_mode` for exact ones:
 integer add/mul/and/or/xor and min/max of any dtype, by key too):
 0 single pass, Fenwick look-back; 1 reduce-then-scan; 2 decoupled look-back
 (exact operators only: it folds whatever its predecessors have published);
-3 single pass, two-level look-back over aligned groups of `group_tiles` tiles.
+3 single pass, two-level look-back over aligned groups of `group_tiles` tiles;
+4 decoupled look-back folded left to right from the newest complete prefix
+(any operator: a left fold from any earlier inclusive prefix is the same bits).
 All are deterministic for the operators they run (scan_kernels.py).
 Inputs of at most `one_launch_max_items` items, not in place (by key too),
 run in one launch of scan_recompute (its own tile: one_launch_block_threads x
@@ -25,9 +27,9 @@ from dataclasses import dataclass
 from .hub import select_policy
 
 __all__ = ["ScanPolicy", "select_scan_policy", "MODE_SINGLE_PASS", "MODE_REDUCE_THEN_SCAN",
-           "MODE_LOOKBACK", "MODE_GROUPS", "MODE_FENWICK"]
+           "MODE_LOOKBACK", "MODE_GROUPS", "MODE_ORDERED", "MODE_FENWICK"]
 
-MODE_SINGLE_PASS, MODE_REDUCE_THEN_SCAN, MODE_LOOKBACK, MODE_GROUPS = 0, 1, 2, 3
+MODE_SINGLE_PASS, MODE_REDUCE_THEN_SCAN, MODE_LOOKBACK, MODE_GROUPS, MODE_ORDERED = 0, 1, 2, 3, 4
 MODE_FENWICK = MODE_SINGLE_PASS
 
 
@@ -35,10 +37,11 @@ MODE_FENWICK = MODE_SINGLE_PASS
 class ScanPolicy:
     block_threads: int      # threads per block
     items_per_thread: int   # items per thread per tile
-    mode: int               # inexact operators: 0 Fenwick, 1 reduce-then-scan, 3 groups
+    mode: int               # inexact operators: 0 Fenwick, 1 reduce-then-scan, 3 groups,
+                            # 4 ordered look-back
     blocks_per_sm: int      # reduce-then-scan grid: at most sm_count * blocks_per_sm
-    exact_mode: int = MODE_LOOKBACK     # exact operators: 0..3
-    lookback_window: int = 16           # mode 2: status words per look-back load
+    exact_mode: int = MODE_LOOKBACK     # exact operators: 0..4
+    lookback_window: int = 16           # modes 2 and 4 (at most 32): status words per load
     group_tiles: int = 32               # mode 3: tiles per group
     small_items: int = 0                # num_items <= this: small_block_threads per tile
     small_block_threads: int = 256

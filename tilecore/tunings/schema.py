@@ -170,17 +170,17 @@ def _scan_mode(key: dict, p: dict) -> int:
 
 def _scan_exclusive_inverse(key: dict, p: dict) -> bool:
     """exclusive_inverse changes exclusive integer add/xor scans, not by key, in
-    modes 2 and 3 (algorithms/scan.py `_plan`); the tuning key does not say
+    modes 2, 3 and 4 (algorithms/scan.py `_plan`); the tuning key does not say
     inclusive or exclusive, so a workload of inclusive scans cannot observe it."""
     return (key["op"] in ("add", "xor") and key["accum"] not in _FLOAT_NAMES
-            and not key["by_key"] and _scan_mode(key, p) in (2, 3))
+            and not key["by_key"] and _scan_mode(key, p) in (2, 3, 4))
 
 
 def _scan_exclusive_pairs(key: dict, p: dict) -> bool:
     """exclusive_pairs changes exclusive scans of well-known operators, not by key,
-    in modes 2 and 3, except those exclusive_inverse already loads unshifted
+    in modes 2, 3 and 4, except those exclusive_inverse already loads unshifted
     (algorithms/scan.py `_plan`)."""
-    return (key["op"] != "user" and not key["by_key"] and _scan_mode(key, p) in (2, 3)
+    return (key["op"] != "user" and not key["by_key"] and _scan_mode(key, p) in (2, 3, 4)
             and not (_scan_exclusive_inverse(key, p) and p["exclusive_inverse"] == 1))
 
 
@@ -230,37 +230,41 @@ SCAN = AlgorithmSchema(
         Param("block_threads", 32, 1024, True, "threads per block of the scan kernels"),
         Param("items_per_thread", 1, 64, True,
               "items each thread scans per tile (tile = block_threads * items_per_thread)"),
-        Param("mode", 0, 3, False,
+        Param("mode", 0, 4, False,
               "inexact operators (float add/mul, user operators): 0 single pass with a "
               "Fenwick look-back; 1 reduce-then-scan (two kernels, reads the input twice); "
               "3 single pass with a two-level look-back over aligned groups of group_tiles "
-              "tiles (2, the decoupled look-back, is for exact operators only); all "
-              "deterministic",
+              "tiles; 4 single pass with a decoupled look-back folded left to right from "
+              "the newest complete prefix (2, the decoupled look-back folding whatever it "
+              "finds, is for exact operators only); all deterministic",
+              # the tuner's grid leaves out mode 4: slower than 3 at every size on the
+              # H200 (benchmarks/RESULTS.md, seventeenth session)
               grid=(0, 1, 3), applies=lambda key, p: not _scan_exact(key)),
-        Param("exact_mode", 0, 3, False,
+        Param("exact_mode", 0, 4, False,
               "exact operators (integer add/mul/and/or/xor, min/max; by key too): the mode "
               "as above, or 2: single pass with a decoupled look-back (bit-identical "
               "results whatever it finds, since the operator is exact)",
-              applies=lambda key, p: _scan_exact(key)),
+              grid=(0, 1, 2, 3), applies=lambda key, p: _scan_exact(key)),
         Param("blocks_per_sm", 1, 32, False,
               "reduce-then-scan: at most sm_count * blocks_per_sm blocks, each scanning a "
               "contiguous chunk of tiles",
               grid=_BLOCKS_PER_SM_GRID, applies=lambda key, p: _scan_mode(key, p) == 1),
         Param("lookback_window", 2, 64, True,
-              "mode 2: status words each look-back step loads and folds",
-              applies=lambda key, p: _scan_mode(key, p) == 2),
+              "modes 2 and 4: status words each look-back step loads and folds (mode 4: "
+              "at most 32 are used)",
+              applies=lambda key, p: _scan_mode(key, p) in (2, 4)),
         Param("group_tiles", 2, 256, True,
               "mode 3: tiles per group (the host doubles it while the tiles make more than 256 "
               "groups)",
               applies=lambda key, p: _scan_mode(key, p) == 3),
         Param("exclusive_inverse", 0, 1, False,
-              "modes 2 and 3: an exclusive integer add/xor scan loads its tile unshifted "
+              "modes 2, 3 and 4: an exclusive integer add/xor scan loads its tile unshifted "
               "(vector loads) and subtracts (xors) each item from the inclusive result, "
               "exact; it keeps items and sums live at once (2x the registers); 0: load the "
               "tile shifted by one item",
               applies=_scan_exclusive_inverse),
         Param("exclusive_pairs", 0, 2, False,
-              "modes 2 and 3: 1: an exclusive scan of a well-known operator (not by key) "
+              "modes 2, 3 and 4: 1: an exclusive scan of a well-known operator (not by key) "
               "loads its tile unshifted (vector loads) and scans (inclusive, exclusive) "
               "pairs; 2: the same on the large tile only (inputs of more than "
               "small_items items); 0: load the tile shifted by one item (gathers)",
