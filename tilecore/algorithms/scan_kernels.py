@@ -542,6 +542,40 @@ def publish_prefix(status, vals, P, t, excl, a_head, agg, KIND, OP, ACC, BY_KEY,
     return one, one, excl
 
 
+@ct.function
+def lookback_start(x, keys, y, n, counter, status, vals, P, TILE, WINDOW, ACC, KIND, OP, ID,
+                   EQ, HAS_EQ, SHIFT, EXCL, INV, BY_KEY, IN_PLACE, PACKED, WIDE, SINGLE,
+                   OVERLAP):
+    """What a look-back tile (modes 2 and 4) does before it looks: take its ticket t,
+    load the tile (tile_parts), publish its aggregate, issue the load of the window
+    holding tile t-1 (w, words) and, with OVERLAP, scan the tile on its own while
+    that load is in flight (z; else z is u, unused)."""
+    t = ticket(counter, SINGLE)
+    u, hu, h, _, a_head, agg = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ,
+                                          HAS_EQ, SHIFT, BY_KEY, IN_PLACE, WIDE)
+    w = t
+    words = ct.zeros((WINDOW,), ct.int64)
+    if not SINGLE:
+        publish_aggregate(status, vals, P, t, a_head, agg, ACC, PACKED)
+        w = ct.maximum(t - 1, 0) // WINDOW
+        words = load_words(status, w, WINDOW, PACKED)
+    z = u
+    if OVERLAP:
+        z = local_scan(u, TILE, KIND, OP, ID, ACC, EXCL and not SHIFT and not INV)
+    return t, u, hu, h, a_head, agg, w, words, z
+
+
+@ct.function
+def window_values(words, vals, P, w, WINDOW, ACC, PACKED):
+    """The values of window w's status words (modes 2 and 4): beside the flags
+    (PACKED), else in vals: prefixes in its second half, aggregates in its first."""
+    if PACKED:
+        return from_bits(words, ACC)
+    else:
+        prefixes = ct.load(vals, (P // WINDOW + w,), (WINDOW,))
+        return ct.where(((words >> 32) & PREFIX) != 0, prefixes, ct.load(vals, (w,), (WINDOW,)))
+
+
 # --- decoupled look-back (exact operators) ----------------------------------------------------
 @ct.function
 def lb_combine(f_a, a, f_b, b, KIND, OP, ACC):
@@ -573,21 +607,13 @@ def scan_lookback(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Consta
     # the tile's own scan overlaps the look-back as in scan_groups (user operators too,
     # when their tile is not shifted)
     OVERLAP = not BY_KEY and (KIND != "user" or not SHIFT)
-    t = ticket(counter, SINGLE)
-    u, hu, h, a_ok, a_head, agg = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ,
-                                             HAS_EQ, SHIFT, BY_KEY, IN_PLACE, WIDE)
+    t, u, hu, h, a_head, agg, w, words, z = lookback_start(
+        x, keys, y, n, counter, status, vals, P, TILE, WINDOW, ACC, KIND, OP, ID, EQ, HAS_EQ,
+        SHIFT, EXCL, INV, BY_KEY, IN_PLACE, PACKED, WIDE, SINGLE, OVERLAP)
     p_ok = ct.zeros((1,), ct.int32)
     p_head = ct.zeros((1,), ct.int32)
     p_val = ct.full((1,), ID, ACC)
     end = t
-    w = t
-    words = ct.zeros((WINDOW,), ct.int64)
-    if not SINGLE:
-        publish_aggregate(status, vals, P, t, a_head, agg, ACC, PACKED)
-        w = ct.maximum(end - 1, 0) // WINDOW
-        words = load_words(status, w, WINDOW, PACKED)   # in flight while the tile is scanned
-    if OVERLAP:
-        z = local_scan(u, TILE, KIND, OP, ID, ACC, EXCL and not SHIFT and not INV)
     if not SINGLE:
         excl = ct.full((1,), ID, ACC)
         e_ok = ct.zeros((1,), ct.int32)
@@ -595,11 +621,7 @@ def scan_lookback(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Consta
             lane = w * WINDOW + ct.arange(WINDOW, dtype=ct.int32)
             live = lane < end
             f = words >> 32
-            if PACKED:
-                v = from_bits(words, ACC)
-            else:
-                v = ct.where((f & PREFIX) != 0, ct.load(vals, (P // WINDOW + w,), (WINDOW,)),
-                             ct.load(vals, (w,), (WINDOW,)))
+            v = window_values(words, vals, P, w, WINDOW, ACC, PACKED)
             lf = ct.where(live, ct.where((f & READY) != 0, LB_LIVE, LB_LIVE | LB_NOT_READY)
                           | ct.where((f & (PREFIX | HEAD)) != 0, LB_FOUND, 0), 0)
             flags, part = ct.reduce(
@@ -640,8 +662,7 @@ def window_masks(words, lane, t, WINDOW):
     disjoint: the larger holds the highest bit)."""
     f = words >> 32
     live = lane < t
-    bit = ct.full((WINDOW,), 1, ct.int64) << ct.astype(ct.arange(WINDOW, dtype=ct.int32),
-                                                        ct.int64)
+    bit = ct.full((WINDOW,), 1, ct.int64) << ct.arange(WINDOW, dtype=ct.int64)
     ready = (f & READY) != 0
     complete = live & ready & ((f & (PREFIX | HEAD)) != 0)
     waiting = live & ~ready
@@ -660,8 +681,7 @@ def window_waits(masks):
 def from_newest_prefix(masks, lane, t, WINDOW):
     """1 on the window's lanes from its newest complete prefix (the highest bit
     of the masks' low half) up to tile t-1, else 0."""
-    bit = ct.full((WINDOW,), 1, ct.int64) << ct.astype(ct.arange(WINDOW, dtype=ct.int32),
-                                                        ct.int64)
+    bit = ct.full((WINDOW,), 1, ct.int64) << ct.arange(WINDOW, dtype=ct.int64)
     return ct.where((lane < t) & (bit > ((masks & 0xFFFFFFFF) >> 1)), 1, 0)
 
 
@@ -685,20 +705,12 @@ def scan_ordered(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constan
     prefix it finds depends on timing; the prefix it computes does not. Wide
     values: aggregates in vals[t], prefixes in vals[P + t], as in mode 2."""
     OVERLAP = not BY_KEY and (KIND != "user" or not SHIFT)
-    t = ticket(counter, SINGLE)
-    u, hu, h, a_ok, a_head, agg = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ,
-                                             HAS_EQ, SHIFT, BY_KEY, IN_PLACE, WIDE)
+    t, u, hu, h, a_head, agg, w, words, z = lookback_start(
+        x, keys, y, n, counter, status, vals, P, TILE, WINDOW, ACC, KIND, OP, ID, EQ, HAS_EQ,
+        SHIFT, EXCL, INV, BY_KEY, IN_PLACE, PACKED, WIDE, SINGLE, OVERLAP)
     p_ok = ct.zeros((1,), ct.int32)
     p_head = ct.zeros((1,), ct.int32)
     p_val = ct.full((1,), ID, ACC)
-    w = t
-    words = ct.zeros((WINDOW,), ct.int64)
-    if not SINGLE:
-        publish_aggregate(status, vals, P, t, a_head, agg, ACC, PACKED)
-        w = ct.maximum(t - 1, 0) // WINDOW
-        words = load_words(status, w, WINDOW, PACKED)   # in flight while the tile is scanned
-    if OVERLAP:
-        z = local_scan(u, TILE, KIND, OP, ID, ACC, EXCL and not SHIFT and not INV)
     if not SINGLE:
         lane = w * WINDOW + ct.arange(WINDOW, dtype=ct.int32)
         masks = window_masks(words, lane, t, WINDOW)
@@ -706,15 +718,10 @@ def scan_ordered(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constan
             words = load_words(status, w, WINDOW, PACKED)
             masks = window_masks(words, lane, t, WINDOW)
         if t > 0:
-            f = words >> 32
-            if PACKED:
-                v = from_bits(words, ACC)
-            else:
-                v = ct.where((f & PREFIX) != 0, ct.load(vals, (P // WINDOW + w,), (WINDOW,)),
-                             ct.load(vals, (w,), (WINDOW,)))
+            v = window_values(words, vals, P, w, WINDOW, ACC, PACKED)
             ok = from_newest_prefix(masks, lane, t, WINDOW)   # folded left to right
             if BY_KEY:
-                hd = ct.astype(((f & HEAD) >> 1) & 1, ct.int32)
+                hd = ct.astype(((words >> 32) & HEAD) >> 1, ct.int32)
                 _, _, excl = ct.reduce(
                     (ok, ct.where(ok != 0, hd, 0), v), 0,
                     lambda oa, ha, a, ob, hb, b: join(oa, ha, a, ob, hb, b, KIND, OP, ACC,

@@ -83,6 +83,11 @@ def _smem_arrays(ctx: Ctx, op: Op, count: int, tag: str, start: int = 0) -> list
     return ptrs
 
 
+def _smem_bytes(op: Op, count: int) -> int:
+    """The bytes _smem_arrays(ctx, op, count, ...) takes."""
+    return sum((count * x.type.dtype.itemsize + 15) // 16 * 16 for x in op.operands)
+
+
 def _stage(ctx: Ctx, op: Op, a: str) -> tuple[str, list[str]]:
     """Emit y, this thread's elements as structs of the tile with the axis laid
     out last (its element k is element e of that tile). Returns y's name and,
@@ -210,9 +215,8 @@ def _fold_sequential(ctx: Ctx, op: Op, a: str, f: str) -> list[str]:
                  f"[&](int s, const {a}& v) {{ {writes} }});")
         return totals
     sx = _smem_arrays(ctx, op, size, "sx")
-    staged = sum((size * x.type.dtype.itemsize + 15) // 16 * 16 for x in op.operands)
     segments = op.results[0].type.size
-    totals = _smem_arrays(ctx, op, segments, "st", staged)
+    totals = _smem_arrays(ctx, op, segments, "st", _smem_bytes(op, size))
     guard = f"if ({lay.valid('e')}) " if lay.partial else ""
     ctx.for_each(lay, [f"{guard}{s}[e] = {element_arg(ctx, x)};"
                        for s, x in zip(sx, op.operands)])
