@@ -32,16 +32,18 @@ from lookback_scan import Scanner  # noqa: E402
 
 SIZES = (24, 26, 27, 28)
 DTYPES = (np.float32, np.int32)
-TILE, WINDOW = 32768, 16
-SWEEP_TILES = (8192, 16384)
+TILE, WINDOW = 8192, 32
+SWEEP_TILES = (4096, 16384)
 
 
 class TileScan:
     """The sample's Scanner (scratch allocated and zeroed once, as the device
     scan's temporary storage): one launch per call."""
 
-    def __init__(self, n: int, tile: int, window: int = WINDOW, items_per_thread: int = 32):
-        self.scanner = Scanner(n, tile, window, alloc=cp.zeros, items_per_thread=items_per_thread)
+    def __init__(self, n: int, tile: int, window: int = WINDOW, items_per_thread: int = 32,
+                 blocks: int | None = None):
+        self.scanner = Scanner(n, tile, window, alloc=cp.zeros, items_per_thread=items_per_thread,
+                               blocks=blocks)
 
     def __call__(self, x, y) -> None:
         self.scanner(x, y)
@@ -119,10 +121,16 @@ def main() -> None:
             sets = _inputs(n, dtype, buffer_sets(8 * n))
             impls = {"tilecore": TileScan(n, TILE)}
             if sweep:
+                sms = cp.cuda.Device().attributes["MultiProcessorCount"]
                 impls.update({f"tilecore tile {t}": TileScan(n, t) for t in SWEEP_TILES})
-                impls["tilecore window 32"] = TileScan(n, TILE, 32)
-                impls["tilecore 512 x 64"] = TileScan(n, TILE, items_per_thread=64)
-                impls["tilecore 128 x 64"] = TileScan(n, 8192, items_per_thread=64)
+                impls["tilecore window 16"] = TileScan(n, TILE, 16)
+                impls["tilecore 128 x 64"] = TileScan(n, TILE, items_per_thread=64)
+                impls["tilecore 1 block an SM"] = TileScan(n, TILE, blocks=sms)
+                impls["tilecore 4 blocks an SM"] = TileScan(n, TILE, blocks=4 * sms)
+                # a grid of one block a tile: each block scans one tile (no load-ahead)
+                impls["tilecore one tile a block"] = TileScan(n, TILE, blocks=n // TILE)
+                impls["tilecore one tile a block, 32768 x 1024"] = TileScan(n, 32768, 16,
+                                                                          blocks=n // 32768)
             impls.update(_peers(*sets[0]))
             gbs = {}
             for name, fn in impls.items():

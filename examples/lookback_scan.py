@@ -1,33 +1,51 @@
 """Single-pass inclusive scan of a whole array with decoupled look-back
 (Merrill and Garland, 2016), the kernel the device-wide scan grows from.
 
-Each block takes its tile number from an atomic counter, in the order blocks
-start: a block only ever waits for tiles taken earlier, by blocks that are
-already running, so the protocol cannot deadlock however the GPU schedules
-blocks. The block reduces its tile, publishes the tile's aggregate (status
-AGGREGATE), then looks back over its predecessors' status words a window at a
-time (the first look is issued before the tile's scan, so that its latency
-overlaps the scan): it adds aggregates until it meets a tile whose inclusive prefix is
+Blocks take tile numbers from an atomic counter, in the order they ask: a
+block only ever waits for tiles taken earlier, by blocks that are already
+running, so the protocol cannot deadlock however the GPU schedules blocks.
+A tile's block reduces it, publishes the tile's aggregate (status AGGREGATE),
+then looks back over its predecessors' status words a window at a time (the
+first look is issued before the tile's scan, so that its latency overlaps the
+scan): it adds aggregates until it meets a tile whose inclusive prefix is
 published (status PREFIX), adds that and stops; then it publishes its own
 inclusive prefix, so later tiles rarely look back further than one window.
-A scan is one launch: the ticket word carries a launch number (epoch) beside
-the ticket count, the block taking the last ticket starts the next epoch, and
-status words carry the epoch of the scan that wrote them, so the words of an
-earlier scan read as not yet published and nothing needs clearing between
-scans (the scratch arrays are zeroed once, when allocated).
-A status word holds the flag and the 32-bit value together, so one relaxed
-64-bit store publishes both and one relaxed load reads both: no fence is
-needed, and none is paid for (values wider than 32 bits need a separate value
-array, published by a release store of the flag and read after an acquire
-load: see tests/host/test_gpu_atomics.py).
 
-In the CPU interpreter blocks run one after another in tile-number order, so
-every look-back finds its predecessor's prefix at once: the interpreter checks
-the arithmetic of the protocol, not its memory ordering (that is what the GPU
-tests are for). A wait that nothing can end there is an error, not a hang.
+The grid is about the blocks the GPU holds at once (`Scanner(blocks=)`), and
+a block takes tiles until the tickets run past the input, *loading its next
+tile and publishing that tile's aggregate before it looks back for the one it
+holds*. With one tile a block, every store waits for the slowest load among
+the tiles before it and blocks move in lock-step waves while memory idles
+between them (benchmarks/RESULTS.md, thirteenth session); a block that loads
+ahead keeps memory busy while it waits, and by the time it looks back its
+predecessors have long published their aggregates (H200, 2^24 int32: 61% of
+the copy with one tile a block, 74% loading ahead; 2^27: 76% and 84%). No
+aggregate waits for a look-back, and a look-back waits only for aggregates of
+smaller tile numbers: still no deadlock.
+
+A scan is one launch: the ticket word carries a launch number (epoch) beside
+the ticket count, each block takes one ticket past the tiles (which ends it),
+so the block taking ticket tiles + blocks - 1 is the last to take one and
+starts the next epoch; status words carry the epoch of the scan that wrote
+them, so the words of an earlier scan read as not yet published and nothing
+needs clearing between scans (the scratch arrays are zeroed once, when
+allocated). A status word holds the flag and the 32-bit value together, so
+one relaxed 64-bit store publishes both and one relaxed load reads both: no
+fence is needed, and none is paid for (values wider than 32 bits need a
+separate value array, published by a release store of the flag and read after
+an acquire load: see tests/host/test_gpu_atomics.py). Float sums fold in an
+order that depends on timing (DeviceScan's float modes do not).
+
+In the CPU interpreter blocks run one after another, so the first block takes
+every tile and every look-back finds its predecessor's prefix at once: the
+interpreter checks the arithmetic of the protocol, not its memory ordering
+(that is what the GPU tests are for). A wait that nothing can end there is an
+error, not a hang.
 
     python examples/lookback_scan.py
 """
+from __future__ import annotations
+
 import numpy as np
 
 import tilecore as ct
@@ -57,31 +75,31 @@ def combine(ready_a, found_a, value_a, ready_b, found_b, value_b):
             ct.where(found_b > 0, value_b, value_a + value_b))
 
 
-@ct.kernel
-def lookback_scan(x, y, ticket, status, TILE: ct.Constant[int], WINDOW: ct.Constant[int]):
-    # The ticket word: this launch's epoch in the high 32 bits, tickets taken in the low 32.
+@ct.function
+def take_ticket(ticket, last):
+    """(tile number, epoch) from the ticket word: this launch's epoch in its high
+    32 bits, tickets taken in the low 32. The block taking ticket `last` (every
+    block has taken all it ever will) starts the next launch's epoch (stream
+    order makes the store visible to the next launch)."""
     taken = ct.atomic_add(ticket, 0, 1, memory_order=MO.RELAXED)
     t = (taken & 0xFFFFFFFF).astype(ct.int32)
     epoch = taken >> 32
-    if t == ct.num_blocks(0) - 1:
-        # the last ticket: every block has taken its own, so the word can start the next
-        # launch's epoch (stream order makes the store visible to the next launch)
+    if t == last:
         ct.atomic_xchg(ticket, 0, ((epoch + 1) & EPOCH_MASK) << 32, memory_order=MO.RELAXED)
-    data = ct.load(x, (t,), (TILE,), padding_mode=ct.PaddingMode.ZERO)
-    total = ct.sum(data, 0, keepdims=True)   # the tile's aggregate, published at once
-    if t > 0:
-        ct.store(status, (t,), status_word(epoch, AGGREGATE, total), memory_order=MO.RELAXED,
-                 memory_scope=MS.DEVICE)
+    return t, epoch
+
+
+@ct.function
+def exclusive_prefix(status, t, epoch, words, WINDOW, dtype):
+    """Tile t's exclusive prefix from its predecessors' status words, a window at
+    a time from the one holding tile t-1 (`words`, already in flight)."""
     end = t   # tiles [0, end) are still to be accounted for
     w = (end - 1) // WINDOW
-    words = ct.load(status, (w,), (WINDOW,), memory_order=MO.RELAXED,
-                    memory_scope=MS.DEVICE)   # the first look at the predecessors, in flight
-    scanned = ct.cumsum(data, 0)              # while the tile is scanned
-    exclusive = ct.zeros((1,), y.dtype)
+    exclusive = ct.zeros((1,), dtype)
     while end > 0:
         live = w * WINDOW + ct.arange(WINDOW, dtype=ct.int32) < end
         flags = ct.where((words >> 34) == epoch, ((words >> 32) & 3).astype(ct.int32), INVALID)
-        values = ct.bitcast((words & 0xFFFFFFFF).astype(ct.uint32), y.dtype)
+        values = ct.bitcast((words & 0xFFFFFFFF).astype(ct.uint32), dtype)
         ready, found, part = ct.reduce(
             (ct.where(live, flags != INVALID, True).astype(ct.int32),
              ct.where(live & (flags == PREFIX), 1, 0), ct.where(live, values, 0)),
@@ -93,9 +111,37 @@ def lookback_scan(x, y, ticket, status, TILE: ct.Constant[int], WINDOW: ct.Const
             w = (end - 1) // WINDOW
             words = ct.load(status, (w,), (WINDOW,), memory_order=MO.RELAXED,
                             memory_scope=MS.DEVICE)
-    ct.store(status, (t,), status_word(epoch, PREFIX, exclusive + total),
-             memory_order=MO.RELAXED, memory_scope=MS.DEVICE)
-    ct.store(y, (t,), scanned + exclusive)
+    return exclusive
+
+
+@ct.kernel
+def lookback_scan(x, y, ticket, status, TILE: ct.Constant[int], WINDOW: ct.Constant[int]):
+    tiles = (x.shape[0] + (TILE - 1)) // TILE
+    last = tiles + ct.num_blocks(0) - 1      # each block takes one ticket past the tiles
+    t, epoch = take_ticket(ticket, last)
+    data = ct.load(x, (t,), (TILE,), padding_mode=ct.PaddingMode.ZERO)
+    total = ct.sum(data, 0, keepdims=True)   # the tile's aggregate, published at once
+    if (t > 0) & (t < tiles):
+        ct.store(status, (t,), status_word(epoch, AGGREGATE, total), memory_order=MO.RELAXED,
+                 memory_scope=MS.DEVICE)
+    while t < tiles:
+        # the next tile first: loaded, and its aggregate published, before this one's look-back
+        u, _ = take_ticket(ticket, last)
+        ahead = ct.load(x, (u,), (TILE,), padding_mode=ct.PaddingMode.ZERO)
+        ahead_total = ct.sum(ahead, 0, keepdims=True)
+        if u < tiles:
+            ct.store(status, (u,), status_word(epoch, AGGREGATE, ahead_total),
+                     memory_order=MO.RELAXED, memory_scope=MS.DEVICE)
+        words = ct.load(status, (ct.maximum(t - 1, 0) // WINDOW,), (WINDOW,),
+                        memory_order=MO.RELAXED, memory_scope=MS.DEVICE)  # in flight while
+        scanned = ct.cumsum(data, 0)                                       # the tile is scanned
+        exclusive = exclusive_prefix(status, t, epoch, words, WINDOW, y.dtype)
+        ct.store(status, (t,), status_word(epoch, PREFIX, exclusive + total),
+                 memory_order=MO.RELAXED, memory_scope=MS.DEVICE)
+        ct.store(y, (t,), scanned + exclusive)
+        t = u
+        data = ahead
+        total = ahead_total
 
 
 _KERNELS: dict = {}
@@ -103,27 +149,41 @@ _KERNELS: dict = {}
 
 def scan_kernel(tile: int, items_per_thread: int = 32):
     """The scan kernel for `tile` items, `items_per_thread` items per thread (at
-    most 1024 threads; 32 a thread ran fastest on the H100, benchmarks/RESULTS.md)."""
+    most 1024 threads)."""
     threads = min(1024, max(32, tile // items_per_thread))
     if threads not in _KERNELS:
         _KERNELS[threads] = ct.kernel(lookback_scan.pyfunc, num_threads=threads)
     return _KERNELS[threads]
 
 
+def resident_blocks(per_sm: int = 2) -> int:
+    """`per_sm` blocks for each SM of the current GPU (the default tile's kernel
+    holds 2 an SM: about 120 registers a thread), or 4 without a GPU."""
+    from tilecore.runtime.driver import has_gpu
+    if not has_gpu():
+        return 4
+    from tilecore.runtime import current_device_ordinal, get_device
+    return per_sm * get_device(current_device_ordinal()).sm_count
+
+
 class Scanner:
     """Inclusive scans of up to `max_items` 32-bit numbers with one set of scratch
     arrays, zeroed once by `alloc`, in tiles of `tile` items, `items_per_thread` a
-    thread (32768 and 32, 1024 threads: the fastest at every size from 2^24 to 2^28
-    on the H100, benchmarks/RESULTS.md): one launch per scan (the epoch in the
-    ticket word retires the previous scan's status words), safe to capture in a
-    CUDA graph and replay (the epoch lives in device memory and advances on every
-    launch)."""
+    thread, by a grid of at most `blocks` blocks (default: resident_blocks()).
+    8192 and 32 (256 threads), 2 blocks an SM and windows of 32 status words ran
+    fastest on the H200 from 2^24 to 2^28 (benchmarks/RESULTS.md, eighteenth
+    session). One launch per scan (the epoch in the ticket word retires the
+    previous scan's status words), safe to capture in a CUDA graph and replay (the
+    epoch lives in device memory and advances on every launch)."""
 
-    def __init__(self, max_items: int, tile: int = 32768, window: int = 16,
-                 alloc=np.zeros, items_per_thread: int = 32):
+    def __init__(self, max_items: int, tile: int = 8192, window: int = 32,
+                 alloc=np.zeros, items_per_thread: int = 32, blocks: int | None = None):
         self.tile = tile
         self.window = window
         self.kernel = scan_kernel(tile, items_per_thread)
+        self.blocks = resident_blocks() if blocks is None else blocks
+        if self.blocks < 1:
+            raise ValueError(f'Invalid argument "blocks": expected at least 1, got {self.blocks}')
         tiles = max(1, ct.cdiv(max_items, self.tile))
         self.ticket = alloc(1, np.int64)
         self.status = alloc(ct.cdiv(tiles, window) * window, np.int64)
@@ -135,14 +195,14 @@ class Scanner:
             raise ValueError(f'Invalid argument "x": expected at most {self.max_items} items '
                              f"(the scanner's max_items), got {n}")
         if n:
-            ct.launch(stream, (ct.cdiv(n, self.tile),), self.kernel,
+            ct.launch(stream, (min(self.blocks, ct.cdiv(n, self.tile)),), self.kernel,
                       (x, y, self.ticket, self.status, self.tile, self.window))
 
 
-def inclusive_scan(x, y, stream=None, tile: int = 32768, window: int = 16,
-                   alloc=np.zeros):
+def inclusive_scan(x, y, stream=None, tile: int = 8192, window: int = 32,
+                   alloc=np.zeros, blocks: int | None = None):
     """y = cumsum(x) over a 1-D array of 32-bit numbers, with scratch arrays from `alloc`."""
-    Scanner(x.shape[0], tile, window, alloc)(x, y, stream)
+    Scanner(x.shape[0], tile, window, alloc, blocks=blocks)(x, y, stream)
 
 
 def main() -> None:

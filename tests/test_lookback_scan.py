@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from lookback_scan import inclusive_scan, lookback_scan  # noqa: E402
 
 
-def _expect_ok(x: np.ndarray, got: np.ndarray, tile: int = 32768) -> None:
+def _expect_ok(x: np.ndarray, got: np.ndarray, tile: int = 8192) -> None:
     """int32: exact (wrapping). float32: item i's prefix is its tile's scan (at
     most 2 log2(tile) roundings deep) plus the exclusive prefix, a chain of at
     most i // tile additions, so its error is within (i // tile + 2 log2(tile)
@@ -52,6 +52,23 @@ def test_interpreter(n, tile, window, dtype):
     y = np.zeros_like(x)
     inclusive_scan(x, y, tile=tile, window=window)
     _expect_ok(x, y)
+
+
+@pytest.mark.parametrize("blocks", [1, 2, 5, 1000])
+def test_blocks_take_tiles_until_the_input_ends(blocks):
+    """Any grid scans the whole input: one block taking all 29 tiles, a few
+    taking turns, more blocks than tiles (those take one ticket past the tiles
+    and end); the ticket word starts the next epoch after every scan."""
+    from lookback_scan import Scanner
+    scan = Scanner(29 * 32 - 3, tile=32, window=4, blocks=blocks)
+    for i in range(2):
+        x = _sample(29 * 32 - 3, np.int32, 40 + i)
+        y = np.zeros_like(x)
+        scan(x, y)
+        _expect_ok(x, y)
+        assert scan.ticket[0] == (i + 1) << 32
+    with pytest.raises(ValueError, match='"blocks": expected at least 1, got 0'):
+        Scanner(100, blocks=0)
 
 
 def test_items_per_thread_sets_the_block_and_not_the_result():
@@ -114,6 +131,18 @@ def test_gpu(n, dtype):
     x = _sample(n, dtype, 7)
     y = cp.zeros(n, dtype)
     inclusive_scan(cp.asarray(x), y, alloc=cp.zeros)
+    _expect_ok(x, cp.asnumpy(y))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("blocks", [1, 3, 264, 5000])
+def test_gpu_any_grid(blocks):
+    """2^22 + 3 int32 items in 1024-item tiles (4097 tiles) by one block, by 3, by
+    about the resident blocks and by more blocks than tiles: exact."""
+    cp = pytest.importorskip("cupy")
+    x = _sample(2**22 + 3, np.int32, 9)
+    y = cp.zeros(x.shape[0], cp.int32)
+    inclusive_scan(cp.asarray(x), y, tile=1024, alloc=cp.zeros, blocks=blocks)
     _expect_ok(x, cp.asnumpy(y))
 
 
