@@ -116,7 +116,7 @@ def exclusive_prefix(status, t, epoch, words, WINDOW, dtype):
 
 @ct.kernel
 def lookback_scan(x, y, ticket, status, TILE: ct.Constant[int], WINDOW: ct.Constant[int]):
-    tiles = (x.shape[0] + (TILE - 1)) // TILE
+    tiles = ct.cdiv(x.shape[0], TILE)
     last = tiles + ct.num_blocks(0) - 1      # each block takes one ticket past the tiles
     t, epoch = take_ticket(ticket, last)
     data = ct.load(x, (t,), (TILE,), padding_mode=ct.PaddingMode.ZERO)
