@@ -190,6 +190,18 @@ def test_2_pow_31_plus_5_items(cp):
         assert int(x[i]) == np.int64(i + 1).astype(np.int8)
 
 
+def test_nothing_past_num_items_just_below_2_pow_31(cp):
+    """n within a tile of 2**31 (32-bit offsets, whose last tile ends past 2**31 - 1)
+    and d_out longer than n: the items past n keep their values."""
+    n = 2**31 - 5
+    x = cp.ones(n, cp.int8)
+    y = cp.full(n + 16, 7, cp.int8)
+    run(cp, S.inclusive_sum, x, y, n)
+    assert (cp.asnumpy(y[n:]) == 7).all()
+    for i in (0, 2**31 - 32768, n - 1):
+        assert int(y[i]) == np.int64(i + 1).astype(np.int8)
+
+
 def test_cuda_graph_capture_and_replay(cp):
     n = 2**20 + 3
     x, y = cp.zeros(n, cp.int32), cp.zeros(n, cp.int32)

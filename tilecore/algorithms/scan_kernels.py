@@ -298,8 +298,10 @@ def tile_finish(y, n, t, u, hu, h, p_ok, p_head, p_val, init, TILE, KIND, OP, AC
 @ct.function
 def store_items(y, t, out, n, base, g, TILE):
     """Store tile t (items base + g, global indices g) of y, writing nothing at or
-    past item n (y may be longer than the items scanned)."""
-    if base + TILE <= n:
+    past item n (y may be longer than the items scanned). (base <= n - TILE, not
+    base + TILE <= n: below 2**31 items the offsets are int32, and the last
+    tile's base + TILE may pass 2**31 - 1.)"""
+    if base <= n - TILE:
         ct.store(y, (t,), out)
     else:
         y.get_raw_memory().store_offset(g, out, mask=g < n)
