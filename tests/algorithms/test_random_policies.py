@@ -2,8 +2,8 @@
 every field the tables may set (scan modes, tile shapes, windows, groups, the
 small and one-launch tiles, the exclusive loads; the reduce's grids and
 single-block path; the segmented rows and long kernels), drawn together with a
-random call (dtype, size, operator, by key, exclusive, init, in place, empty
-segments, offset width), against a sequential reference. The fixed tests pin
+random call (dtype, size, operator, by key, exclusive, init, in place, outputs
+longer than num_items, empty segments, offset width), against a sequential reference. The fixed tests pin
 each field alone; these find the combinations nobody wrote down. Integer-valued
 data keeps every reference exact, float sums included. (Longer runs of the same
 generators, about 77,000 scans and 307,000 reductions, found nothing.)"""
@@ -79,7 +79,9 @@ def random_call(r: random.Random, rng: np.random.Generator):
     if name != "sum" and (exclusive or r.random() < 0.3):
         init = np.uint32((3 << 16) | 5) if name == "affine" else dtype(3)
     keys = runs_of(n, r.choice([2, 20, 300])) if by_key else None
-    y = x.copy() if in_place else np.full(n, 77, dtype)
+    # arrays may be longer than num_items: their tails must keep their values
+    tail = np.arange(r.choice([0, 0, 5, 70])).astype(dtype)
+    y = np.concatenate([x if in_place else np.full(n, 77, dtype), tail]).astype(dtype)
     xin = y if in_place else x
     items = [v.item() for v in x]
     start = 0 if name == "sum" and exclusive else (None if init is None else init.item())
@@ -101,7 +103,8 @@ def random_call(r: random.Random, rng: np.random.Generator):
     want = by_key_ref(keys, items, f, start, exclusive) if by_key else \
         seq_scan(items, f, start, exclusive)
     desc = f"{method.__name__} {name} {np.dtype(dtype).name} n={n} in_place={in_place}"
-    return method, args, y, wrapped(want, dtype) if n else np.zeros(0, dtype), desc
+    expected = np.concatenate([wrapped(want, dtype) if n else np.zeros(0, dtype), tail])
+    return method, args, y, expected.astype(dtype), desc
 
 
 @pytest.mark.parametrize("seed", range(CASES))
