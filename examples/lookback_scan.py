@@ -194,6 +194,12 @@ class Scanner:
         if n > self.max_items:
             raise ValueError(f'Invalid argument "x": expected at most {self.max_items} items '
                              f"(the scanner's max_items), got {n}")
+        if y.shape != x.shape:      # the last tile's store would run on into a longer y
+            raise ValueError(f'Invalid argument "y": expected the shape of x, {x.shape}, '
+                             f"got {y.shape}")
+        if y.dtype != x.dtype or np.dtype(x.dtype).itemsize != 4:
+            raise TypeError(f'Invalid argument "y": expected the dtype of x, a 32-bit type '
+                            f"({np.dtype(x.dtype).name}), got {np.dtype(y.dtype).name}")
         if n:
             ct.launch(stream, (min(self.blocks, ct.cdiv(n, self.tile)),), self.kernel,
                       (x, y, self.ticket, self.status, self.tile, self.window))

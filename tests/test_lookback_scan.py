@@ -121,6 +121,15 @@ def test_earlier_scans_status_words_are_ignored():
     assert scan.ticket[0] == 0
     with pytest.raises(ValueError, match='"x": expected at most 1280 items'):
         scan(np.zeros(40 * 32 + 1, np.int32), np.zeros(40 * 32 + 1, np.int32))
+    y = np.full(40, 5, np.int32)
+    with pytest.raises(ValueError, match=r'"y": expected the shape of x, \(33,\), got \(40,\)'):
+        scan(np.zeros(33, np.int32), y)
+    assert (y == 5).all()
+    with pytest.raises(TypeError, match='"y": expected the dtype of x, a 32-bit type '
+                                        r'\(int32\), got float32'):
+        scan(np.zeros(33, np.int32), np.zeros(33, np.float32))
+    with pytest.raises(TypeError, match=r'a 32-bit type \(int64\), got int64'):
+        scan(np.zeros(33, np.int64), np.zeros(33, np.int64))
 
 
 @pytest.mark.gpu
