@@ -29,6 +29,12 @@ def histogram256(samples, bins, TILE: ct.Constant[int]):
 
 def histogram(samples, bins, stream=None, tile: int = 4096, blocks: int = 1056) -> None:
     """bins += the count of each value 0..255 in `samples` (uint8)."""
+    if np.dtype(samples.dtype) != np.uint8:
+        raise TypeError(f'Invalid argument "samples": expected uint8, got '
+                        f"{np.dtype(samples.dtype).name}")
+    if len(bins.shape) != 1 or bins.shape[0] < 256:   # counts past its end would be dropped
+        raise ValueError(f'Invalid argument "bins": expected a 1-D array of at least 256 '
+                         f"counts, got shape {tuple(bins.shape)}")
     grid = max(1, min(blocks, ct.cdiv(samples.shape[0], tile)))
     ct.launch(stream, (grid,), histogram256, (samples, bins, tile))
 
