@@ -252,6 +252,9 @@ def test_errors_name_the_problem_and_write_nothing(path):
     bad(ValueError, '"d_unique_out".*room for num_items', d_unique_out=u[:50])
     bad(ValueError, '"d_aggregates_out".*room', d_aggregates_out=a[:99])
     bad(TypeError, '"d_num_runs_out".*float32', d_num_runs_out=np.zeros(1, np.float32))
+    # a narrow count would wrap silently past its range
+    bad(TypeError, '"d_num_runs_out": expected a 32- or 64-bit integer dtype .*got int8',
+        d_num_runs_out=np.full(1, -1, np.int8))
     bad(TypeError, '"d_keys_in"', d_keys_in=[1, 2, 3])
     bad(ValueError, '"d_keys_in".*1-d', d_keys_in=keys.reshape(10, 10))
     bad(TypeError, '"op"', op="sub")

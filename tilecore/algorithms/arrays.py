@@ -17,7 +17,7 @@ from ..language.dtypes import DType
 from ..runtime import DeviceArray, array_fields, classify_arg
 
 __all__ = ["Arg", "describe", "same_side", "check_num_items", "as_1d_output", "address",
-           "byte_span", "span"]
+           "byte_span", "span", "check_count_output"]
 
 _kind_by_type: dict[type, str] = {}
 _numpy_dtypes: dict = {}
@@ -130,6 +130,20 @@ def check_num_items(num_items: Any, d_in: Arg, name: str = "num_items",
         raise ValueError(f'Invalid argument "{name}": {n} items is more than "{array}" holds '
                          f"({d_in.size} elements)")
     return n
+
+
+def check_count_output(a: Arg, name: str, largest: int, what: str) -> None:
+    """An output of indices or counts (arg_min's index, reduce_by_key's number of
+    runs): an integer dtype of 32 or 64 bits (CUB writes its offset type; a
+    narrower one would wrap silently for the counts a cached call may take, up
+    to 2**31 - 1) that holds `largest`, the most the call can write."""
+    dt = a.dtype
+    if not dt.is_integer or dt.itemsize < 4:
+        raise TypeError(f'Invalid argument "{name}": expected a 32- or 64-bit integer dtype '
+                        f"(int64, as CUB writes), got {dt.name}")
+    if largest > dt.max:
+        raise ValueError(f'Invalid argument "{name}": {dt.name} cannot hold {what} '
+                         f"({largest}); use int64")
 
 
 def check_1d(a: Arg, name: str) -> None:

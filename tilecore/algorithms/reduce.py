@@ -36,7 +36,7 @@ from ..language.dtypes import DType
 from . import reduce_by_key as _rbk
 from . import reduce_kernels as K
 from .shared import check_dtype, kernel_for, target_of, temp_buffer
-from .arrays import as_1d_output, check_1d, check_num_items, describe
+from .arrays import as_1d_output, check_1d, check_count_output, check_num_items, describe
 from ..host.launch import fast_launcher
 from .hostpath import (NARROW, SHAPES_KEPT, VIEWS_KEPT, Signature, device_views, epoch, find,
                        host_views, remember)
@@ -336,10 +336,8 @@ def _arg(temp_storage, d_in, d_out_value, d_out_index, num_items, stream, max_: 
     check_1d(a_in, "d_in")
     check_dtype(a_in, "d_in")
     check_dtype(a_v, "d_out_value")
-    if not a_i.dtype.is_integer:
-        raise TypeError(f'Invalid argument "d_out_index": expected an integer dtype (int64, as '
-                        f"CUB writes), got {a_i.dtype.name}")
     n = check_num_items(num_items, a_in)
+    check_count_output(a_i, "d_out_index", max(n - 1, 1), "the last item's index")
     target = target_of([("d_in", a_in), ("d_out_value", a_v), ("d_out_index", a_i)])
     dt = a_in.dtype
     plan = _plan("arg", dt, dt, "max" if max_ else "min", target, n >= _WIDE, None, max_)

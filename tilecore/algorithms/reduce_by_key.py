@@ -61,7 +61,7 @@ Types, as CUB: the accumulator is the C++ type of op(value, value) (integers
 narrower than int accumulate in int32 for add/mul/and/or/xor; float16 and
 bfloat16 sums in float32; min/max in the value type), converted to
 d_aggregates_out's dtype; keys are converted to d_unique_out's dtype;
-d_num_runs_out has any integer dtype. d_unique_out and d_aggregates_out must
+d_num_runs_out has a 32- or 64-bit integer dtype that holds num_items. d_unique_out and d_aggregates_out must
 hold num_items elements (the most runs there can be; CUB's contract, checked
 here since the count is only known on the device).
 """
@@ -80,8 +80,8 @@ from ..host.launch import fast_launcher
 from ..language import dtypes as D
 from ..language.dtypes import DType
 from . import reduce_by_key_kernels as K
-from .arrays import Arg, as_1d_output, byte_span, check_1d, check_num_items, describe, \
-    same_side
+from .arrays import Arg, as_1d_output, byte_span, check_1d, check_count_output, check_num_items, \
+    describe, same_side
 from .hostpath import NARROW, SHAPES_KEPT, Signature, device_views, epoch, host_views, kept, \
     remember, views_at
 from .operators import NUMERIC, check_operand_dtype, identity, op_accumulator, op_name, \
@@ -92,7 +92,6 @@ from .shared import Step, check_dtype, kernel_for, temp_buffer
 __all__ = ["reduce_by_key"]
 
 _WIDE = 1 << 31
-_INTS = tuple(d for d in NUMERIC if d.is_integer)
 
 class _Small:
     """The one launch of a small reduce_by_key for one (key dtype, value dtype,
@@ -323,8 +322,8 @@ def _general(temp_storage, d_keys_in, d_unique_out, d_values_in, d_aggregates_ou
     check_dtype(a_uniq, "d_unique_out", KEY_DTYPES)
     check_dtype(a_vals, "d_values_in", NUMERIC)
     check_dtype(a_aggs, "d_aggregates_out", NUMERIC)
-    check_dtype(a_runs, "d_num_runs_out", _INTS)
     n = check_num_items(num_items, a_keys, array="d_keys_in")
+    check_count_output(a_runs, "d_num_runs_out", n, "num_items runs")
     check_num_items(num_items, a_vals, array="d_values_in")
     for name, a in (("d_unique_out", a_uniq), ("d_aggregates_out", a_aggs)):
         if a.size < n:

@@ -54,7 +54,7 @@ from ..language.dtypes import DType
 from ..runtime import DeviceArray
 from . import segmented_kernels as K
 from .shared import Step, check_dtype, kernel_for, target_of, temp_buffer
-from .arrays import Arg, address, check_1d, describe
+from .arrays import Arg, address, check_1d, check_count_output, describe
 from .hostpath import SHAPES_KEPT, Signature, device_views, epoch, host_views, kept, remember
 from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, same_function,
                         scalar_dtype, sum_accumulator)
@@ -385,9 +385,8 @@ def _arg(temp_storage, d_in, d_out_value, d_out_index, num_segments, d_begin_off
         d_in, [("d_out_value", d_out_value), ("d_out_index", d_out_index)], num_segments,
         d_begin_offsets, d_end_offsets)
     check_dtype(a_v, "d_out_value")
-    if not a_i.dtype.is_integer:
-        raise TypeError(f'Invalid argument "d_out_index": expected an integer dtype (int64, as '
-                        f"CUB writes), got {a_i.dtype.name}")
+    check_count_output(a_i, "d_out_index", max(a_in.size - 1, 1),
+                       "an index into a segment as long as d_in")
     dt = a_in.dtype
     # CUB's output for an empty segment: index 1 and numeric_limits<T>::max() (arg_min)
     # or lowest() (arg_max), the largest finite values for floats.
