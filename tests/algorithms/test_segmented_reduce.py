@@ -339,6 +339,16 @@ def test_segmented_sum_convenience():
         A.segmented_sum(f, np.zeros(0, np.int64))
 
 
+@pytest.mark.parametrize("call", [lambda x: A.sum(x), lambda x: A.argmax(x),
+                                  lambda x: A.cumsum(x),
+                                  lambda x: A.segmented_sum(x, np.array([0, 5]))],
+                         ids=["sum", "argmax", "cumsum", "segmented_sum"])
+def test_convenience_errors_name_x(call):
+    """The convenience layer's own argument is x, not the two-phase API's d_in."""
+    with pytest.raises(TypeError, match='"x": dtype bool_ is not supported'):
+        call(np.ones(5, bool))
+
+
 # --- the two-phase protocol and errors --------------------------------------------------------
 def test_size_query_launches_nothing(monkeypatch):
     def no_launch(*a):

@@ -24,6 +24,7 @@ from ..runtime import DeviceArray
 from .arrays import describe
 from .hostpath import Lib, epoch, host_views, lib_of, library_stream, one_device
 from .reduce import DeviceReduce, signature_plan
+from .shared import check_dtype
 
 __all__ = ["sum", "min", "max", "argmin", "argmax"]
 
@@ -285,7 +286,9 @@ _METHODS = {_SUM: "sum", _MIN: "min", _MAX: "max", _ARGMIN: "arg_min", _ARGMAX: 
 
 def _general(x: Any, tag: int, key: Optional[tuple]):
     """The general path of a convenience call; remembers its signature."""
-    dt = describe(x, "x").dtype
+    a = describe(x, "x")
+    check_dtype(a, "x")
+    dt = a.dtype
     arg = tag in (_ARGMIN, _ARGMAX)
     out_dtypes = (dt, D.int64) if arg else (_sum_dtype(dt) if tag == _SUM else dt,)
     outs, args = _call(x, getattr(DeviceReduce, _METHODS[tag]), out_dtypes)

@@ -17,6 +17,7 @@ from . import convenience as _c
 from .arrays import describe
 from .hostpath import NARROW, Lib, epoch, lib_of, library_stream, one_device
 from .scan import running_sum, running_sum_signature
+from .shared import check_dtype
 
 __all__ = ["cumsum"]
 
@@ -77,6 +78,7 @@ def _general(x: Any, exclusive: bool, key: Optional[tuple]):
     flat = library.flat(x)
     stream = library.stream(x)
     a = describe(flat, "x")
+    check_dtype(a, "x")
     dtype = _c._sum_dtype(a.dtype)
     out = library.empty((a.size,), dtype, x)
     nbytes = running_sum(None, flat, out, a.size, stream, exclusive)

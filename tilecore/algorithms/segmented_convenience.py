@@ -24,6 +24,7 @@ from . import convenience as _c
 from .arrays import describe
 from .hostpath import NARROW, Lib, epoch, lib_of, library_stream, one_device
 from .segmented_reduce import DeviceSegmentedReduce, sum_signature
+from .shared import check_dtype
 
 __all__ = ["segmented_sum"]
 
@@ -125,7 +126,9 @@ def _general(x: Any, offsets: Any, key: Optional[tuple]):
     n = o.size - 1
     flat = library.flat(x)
     stream = library.stream(x)
-    dtype = _c._sum_dtype(describe(x, "x").dtype)
+    a = describe(x, "x")
+    check_dtype(a, "x")
+    dtype = _c._sum_dtype(a.dtype)
     out = library.empty((n,), dtype, x)
     begins, ends = offsets[:-1], offsets[1:]
     s = DeviceSegmentedReduce.sum
