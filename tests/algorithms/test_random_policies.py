@@ -3,16 +3,18 @@ every field the tables may set (scan modes, tile shapes, windows, groups, the
 small and one-launch tiles, the exclusive loads; the reduce's grids and
 single-block path; the segmented rows and long kernels), drawn together with a
 random call (dtype, size, operator, by key, exclusive, init, in place, outputs
-longer than num_items, empty segments, offset width), against a sequential reference. The fixed tests pin
-each field alone; these find the combinations nobody wrote down. Integer-valued
-data keeps every reference exact, float sums included. (Longer runs of the same
-generators, about 77,000 scans and 307,000 reductions, found nothing.)"""
+longer than num_items, empty segments, offset width), against a sequential
+reference. The fixed tests pin each field alone; these find the combinations
+nobody wrote down. Integer-valued data keeps every reference exact, float sums
+included. (Longer runs of the same generators, about 77,000 scans and 307,000
+reductions, found nothing.)"""
 import random
 
 import numpy as np
 import pytest
 
 from tilecore.algorithms import DeviceScan as S
+from test_reduce import run as run_reduce
 from test_scan import affine, affine_ref, by_key_ref, run, runs_of, seq_scan
 
 CASES = 40
@@ -160,15 +162,15 @@ def test_random_reduce_under_a_random_policy(seed):
         with override_policy("segmented_reduce", **segmented_policy(r)):
             if kind == "seg_sum":
                 out = np.full(m, 7, wide)
-                run_(G.sum, x, out, m, begins, ends)
+                run_reduce(G.sum, x, out, m, begins, ends)
                 want = [p.astype(wide).sum() for p in parts]
             elif kind == "seg_min":
                 out = np.zeros(m, dtype)
-                run_(G.min, x, out, m, begins, ends)
+                run_reduce(G.min, x, out, m, begins, ends)
                 want = [p.min() if p.size else info.max for p in parts]
             else:
                 out, index = np.zeros(m, dtype), np.zeros(m, np.int64)
-                run_(G.arg_min, x, out, index, m, begins, ends)
+                run_reduce(G.arg_min, x, out, index, m, begins, ends)
                 np.testing.assert_array_equal(
                     index, [np.argmin(p) if p.size else 1 for p in parts])
                 want = [p.min() if p.size else info.max for p in parts]
@@ -182,28 +184,21 @@ def test_random_reduce_under_a_random_policy(seed):
     with override_policy("reduce", **reduce_policy(r)):
         if kind == "sum":
             out = np.zeros(1, wide)
-            run_(R.sum, x, out, n)
+            run_reduce(R.sum, x, out, n)
             want = x.astype(wide).sum()
         elif kind in ("min", "max"):
             out = np.zeros(1, dtype)
-            run_(getattr(R, kind), x, out, n)
+            run_reduce(getattr(R, kind), x, out, n)
             info = np.finfo(dtype) if is_float else np.iinfo(dtype)
             want = getattr(x, kind)() if n else (info.max if kind == "min" else info.min)
         elif kind == "arg_max":
             out, index = np.zeros(1, dtype), np.zeros(1, np.int64)
-            run_(R.arg_max, x, out, index, n)
+            run_reduce(R.arg_max, x, out, index, n)
             if n:
                 assert index[0] == np.argmax(x)
             want = x.max() if n else np.finfo(dtype).min if is_float else np.iinfo(dtype).min
         else:
             out = np.zeros(1, dtype)
-            run_(R.reduce, x, out, n, user_max, dtype(lo))
+            run_reduce(R.reduce, x, out, n, user_max, dtype(lo))
             want = max([dtype(lo)] + list(x))
     assert out[0] == want, f"{kind} {np.dtype(dtype).name} n={n}: {out[0]} != {want}"
-
-
-def run_(method, *args):
-    """The two-phase call with a buffer of exactly the size asked for."""
-    nbytes = method(None, *args)
-    assert nbytes >= 1
-    assert method(np.zeros(nbytes, np.uint8), *args) == nbytes

@@ -443,7 +443,8 @@ def test_ordered_window_decisions(window):
         waits = newest < 0 or bool((live & ~ready)[newest + 1:].any())
         assert wait[0] == waits, (case, flags, t)
         if not waits:
-            np.testing.assert_array_equal(ok, (live & (np.arange(window) >= newest)).astype(np.int32))
+            want = live & (np.arange(window) >= newest)
+            np.testing.assert_array_equal(ok, want.astype(np.int32))
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.int64], ids=lambda d: np.dtype(d).name)

@@ -420,7 +420,7 @@ def test_reduce_float_sum_bound():
     assert abs(float(o[0]) - x.astype(np.float64).sum()) <= bound
 
 
-# --- sequential reduce (tilecore's extension: left to right) -----------------------------------------
+# --- sequential reduce (tilecore's extension: left to right) ------------------------------
 @ct.kernel
 def seq_folds(x, f, ok, o1, o_rows, o_cols, o_float, o_pairs, N: ct.Constant[int]):
     t = ct.load(x, (0,), (N,))

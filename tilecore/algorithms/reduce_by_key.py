@@ -61,9 +61,10 @@ Types, as CUB: the accumulator is the C++ type of op(value, value) (integers
 narrower than int accumulate in int32 for add/mul/and/or/xor; float16 and
 bfloat16 sums in float32; min/max in the value type), converted to
 d_aggregates_out's dtype; keys are converted to d_unique_out's dtype;
-d_num_runs_out has a 32- or 64-bit integer dtype that holds num_items. d_unique_out and d_aggregates_out must
-hold num_items elements (the most runs there can be; CUB's contract, checked
-here since the count is only known on the device).
+d_num_runs_out has a 32- or 64-bit integer dtype that holds num_items.
+d_unique_out and d_aggregates_out must hold num_items elements (the most runs
+there can be; CUB's contract, checked here since the count is only known on
+the device).
 """
 from __future__ import annotations
 

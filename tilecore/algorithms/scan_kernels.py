@@ -486,6 +486,20 @@ def finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, HAS_INIT
 
 
 @ct.function
+def store_tile(y, n, t, u, hu, h, z, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL, INV,
+               HAS_INIT, BY_KEY, WIDE, OVERLAP):
+    """The single-pass modes' last step for tile t, given its exclusive prefix part
+    p: with OVERLAP the local scan z gets init (+) p (finish_known), else the
+    items u are scanned from p (tile_finish); then the tile is stored."""
+    if OVERLAP:
+        finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, HAS_INIT, INV,
+                     WIDE)
+    else:
+        tile_finish(y, n, t, u, hu, h, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL,
+                    HAS_INIT, BY_KEY, WIDE)
+
+
+@ct.function
 def ticket(counter, SINGLE):
     if SINGLE:
         return ct.zeros((), counter.dtype)
@@ -646,12 +660,8 @@ def scan_lookback(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Consta
         if t > 0:
             p_ok, p_head, p_val = publish_prefix(status, vals, P, t, excl, a_head, agg, KIND,
                                                  OP, ACC, BY_KEY, PACKED)
-    if OVERLAP:
-        finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, HAS_INIT, INV,
-                     WIDE)
-    else:
-        tile_finish(y, n, t, u, hu, h, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL,
-                    HAS_INIT, BY_KEY, WIDE)
+    store_tile(y, n, t, u, hu, h, z, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL, INV,
+               HAS_INIT, BY_KEY, WIDE, OVERLAP)
 
 
 # --- ordered look-back (any operator) -----------------------------------------------------------
@@ -742,12 +752,8 @@ def scan_ordered(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constan
                                     (0, 0), keepdims=True, sequential=True)
             p_ok, p_head, p_val = publish_prefix(status, vals, P, t, excl, a_head, agg, KIND,
                                                  OP, ACC, BY_KEY, PACKED)
-    if OVERLAP:
-        finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, HAS_INIT, INV,
-                     WIDE)
-    else:
-        tile_finish(y, n, t, u, hu, h, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL,
-                    HAS_INIT, BY_KEY, WIDE)
+    store_tile(y, n, t, u, hu, h, z, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL, INV,
+               HAS_INIT, BY_KEY, WIDE, OVERLAP)
 
 
 # --- two-level look-back over aligned groups (any operator) ------------------------------------
@@ -786,6 +792,7 @@ def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant
         if j != GROUP - 1:   # the group's last tile's aggregate is read by nobody
             publish_at(status, t, vals, t, flags_of(a_head), agg, ACC, PACKED)
         words = load_words(status, k, GROUP, PACKED)     # in flight while the tile is scanned
+    z = u
     if OVERLAP:
         z = local_scan(u, TILE, KIND, OP, ID, ACC, EXCL and not SHIFT and not INV)
     if not SINGLE:
@@ -838,12 +845,8 @@ def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant
                                              BY_KEY)
         p_ok, p_head, p_val = join(g_ok, g_head, g_val, e_ok, e_head, e_val, KIND, OP, ACC,
                                    BY_KEY)
-    if OVERLAP:
-        finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, HAS_INIT, INV,
-                     WIDE)
-    else:
-        tile_finish(y, n, t, u, hu, h, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL,
-                    HAS_INIT, BY_KEY, WIDE)
+    store_tile(y, n, t, u, hu, h, z, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL, INV,
+               HAS_INIT, BY_KEY, WIDE, OVERLAP)
 
 
 # --- one launch for small inputs ----------------------------------------------------------------
