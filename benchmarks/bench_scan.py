@@ -40,7 +40,7 @@ class TileScan:
     """The sample's Scanner (scratch allocated and zeroed once, as the device
     scan's temporary storage): one launch per call."""
 
-    def __init__(self, n: int, tile: int, window: int = WINDOW, items_per_thread: int = 32,
+    def __init__(self, n: int, tile: int, window: int = WINDOW, items_per_thread: int = 64,
                  blocks: int | None = None):
         self.scanner = Scanner(n, tile, window, alloc=cp.zeros, items_per_thread=items_per_thread,
                                blocks=blocks)
@@ -124,12 +124,12 @@ def main() -> None:
                 sms = cp.cuda.Device().attributes["MultiProcessorCount"]
                 impls.update({f"tilecore tile {t}": TileScan(n, t) for t in SWEEP_TILES})
                 impls["tilecore window 16"] = TileScan(n, TILE, 16)
-                impls["tilecore 128 x 64"] = TileScan(n, TILE, items_per_thread=64)
+                impls["tilecore 256 x 32"] = TileScan(n, TILE, items_per_thread=32)
                 impls["tilecore 1 block an SM"] = TileScan(n, TILE, blocks=sms)
                 impls["tilecore 4 blocks an SM"] = TileScan(n, TILE, blocks=4 * sms)
                 # a grid of one block a tile: each block scans one tile (no load-ahead)
                 impls["tilecore one tile a block"] = TileScan(n, TILE, blocks=n // TILE)
-                impls["tilecore one tile a block, 32768 x 1024"] = TileScan(n, 32768, 16,
+                impls["tilecore one tile a block, 32768 x 1024"] = TileScan(n, 32768, 16, 32,
                                                                           blocks=n // 32768)
             impls.update(_peers(*sets[0]))
             gbs = {}

@@ -19,9 +19,11 @@ the tiles before it and blocks move in lock-step waves while memory idles
 between them (benchmarks/RESULTS.md, thirteenth session); a block that loads
 ahead keeps memory busy while it waits, and by the time it looks back its
 predecessors have long published their aggregates (H200, 2^24 int32: 61% of
-the copy with one tile a block, 74% loading ahead; 2^27: 76% and 84%). No
-aggregate waits for a look-back, and a look-back waits only for aggregates of
-smaller tile numbers: still no deadlock.
+the copy with one tile a block, 74% loading ahead; 2^27: 76% and 84%). The
+ticket of the tile after next is drawn while the next tile loads, so the
+atomic's round trip is not on a tile's path either (+1-2%). No aggregate
+waits for a look-back, and a look-back waits only for aggregates of smaller
+tile numbers: still no deadlock.
 
 A scan is one launch: the ticket word carries a launch number (epoch) beside
 the ticket count, each block takes one ticket past the tiles (which ends it),
@@ -119,15 +121,21 @@ def lookback_scan(x, y, ticket, status, TILE: ct.Constant[int], WINDOW: ct.Const
     tiles = ct.cdiv(x.shape[0], TILE)
     last = tiles + ct.num_blocks(0) - 1      # each block takes one ticket past the tiles
     t, epoch = take_ticket(ticket, last)
+    u = t
+    if t < tiles:
+        u, _ = take_ticket(ticket, last)      # the next tile's ticket, drawn a tile early
     data = ct.load(x, (t,), (TILE,), padding_mode=ct.PaddingMode.ZERO)
     total = ct.sum(data, 0, keepdims=True)   # the tile's aggregate, published at once
     if (t > 0) & (t < tiles):
         ct.store(status, (t,), status_word(epoch, AGGREGATE, total), memory_order=MO.RELAXED,
                  memory_scope=MS.DEVICE)
     while t < tiles:
-        # the next tile first: loaded, and its aggregate published, before this one's look-back
-        u, _ = take_ticket(ticket, last)
+        # the next tile first: loaded, and its aggregate published, before this one's
+        # look-back; the ticket after it is drawn while that load is in flight
         ahead = ct.load(x, (u,), (TILE,), padding_mode=ct.PaddingMode.ZERO)
+        v = u
+        if u < tiles:
+            v, _ = take_ticket(ticket, last)
         ahead_total = ct.sum(ahead, 0, keepdims=True)
         if u < tiles:
             ct.store(status, (u,), status_word(epoch, AGGREGATE, ahead_total),
@@ -140,6 +148,7 @@ def lookback_scan(x, y, ticket, status, TILE: ct.Constant[int], WINDOW: ct.Const
                  memory_order=MO.RELAXED, memory_scope=MS.DEVICE)
         ct.store(y, (t,), scanned + exclusive)
         t = u
+        u = v
         data = ahead
         total = ahead_total
 
@@ -147,7 +156,7 @@ def lookback_scan(x, y, ticket, status, TILE: ct.Constant[int], WINDOW: ct.Const
 _KERNELS: dict = {}
 
 
-def scan_kernel(tile: int, items_per_thread: int = 32):
+def scan_kernel(tile: int, items_per_thread: int = 64):
     """The scan kernel for `tile` items, `items_per_thread` items per thread (at
     most 1024 threads)."""
     threads = min(1024, max(32, tile // items_per_thread))
@@ -157,8 +166,8 @@ def scan_kernel(tile: int, items_per_thread: int = 32):
 
 
 def resident_blocks(per_sm: int = 2) -> int:
-    """`per_sm` blocks for each SM of the current GPU (the default tile's kernel
-    holds 2 an SM: about 120 registers a thread), or 4 without a GPU."""
+    """`per_sm` blocks for each SM of the current GPU (the default tile's kernel,
+    which holds two tiles in registers, fits 2 an SM), or 4 without a GPU."""
     from tilecore.runtime.driver import has_gpu
     if not has_gpu():
         return 4
@@ -170,14 +179,14 @@ class Scanner:
     """Inclusive scans of up to `max_items` 32-bit numbers with one set of scratch
     arrays, zeroed once by `alloc`, in tiles of `tile` items, `items_per_thread` a
     thread, by a grid of at most `blocks` blocks (default: resident_blocks()).
-    8192 and 32 (256 threads), 2 blocks an SM and windows of 32 status words ran
-    fastest on the H200 from 2^24 to 2^28 (benchmarks/RESULTS.md, eighteenth
-    session). One launch per scan (the epoch in the ticket word retires the
+    8192 and 64 (128 threads), 2 blocks an SM and windows of 32 status words ran
+    fastest on the H200 from 2^24 to 2^28 (benchmarks/RESULTS.md, eighteenth and
+    nineteenth sessions). One launch per scan (the epoch in the ticket word retires the
     previous scan's status words), safe to capture in a CUDA graph and replay (the
     epoch lives in device memory and advances on every launch)."""
 
     def __init__(self, max_items: int, tile: int = 8192, window: int = 32,
-                 alloc=np.zeros, items_per_thread: int = 32, blocks: int | None = None):
+                 alloc=np.zeros, items_per_thread: int = 64, blocks: int | None = None):
         self.tile = tile
         self.window = window
         self.kernel = scan_kernel(tile, items_per_thread)

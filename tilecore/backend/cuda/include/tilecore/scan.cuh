@@ -25,15 +25,33 @@ __device__ __forceinline__ A shfl_any(const A& x, int d) {
 // An in-order shuffle-down tree over lanes: for d = D0, 2 D0, ... < W, lane i takes
 // lane i + d's value as its right operand where i's bits from D0 up to 2d are clear,
 // so lane i (i's bits from D0 up to W clear) ends with the fold of lanes i, i + D0, ...
-// (D0 = 1: every lane of its group of W). Every lane runs the shuffles.
+// (D0 = 1: every lane of its group of W). Every lane runs the shuffles. Values of
+// more than one word are combined by every lane: a lane whose bits are not clear only
+// feeds lanes that are not read again, and a combine under the branch cost a divergent
+// branch around every level (ptxas predicates only the smallest combines; a decoupled
+// look-back's (flags, value) fold ran 4.6% faster without). One-word values keep the
+// branch, which ptxas predicates: combining them everywhere made the 512-thread float
+// user scan spill (RESULTS.md, nineteenth session).
 template <int D0, int W, class A, class F>
 __device__ __forceinline__ A fold_down(A x, F f, int lane) {
 #pragma unroll
   for (int d = D0; d < W; d <<= 1) {
     const A o = shfl_any<1>(x, d);
-    if ((lane & (2 * d - 1)) < D0) x = f(x, o);
+    if constexpr (sizeof(A) <= 4) {
+      if ((lane & (2 * d - 1)) < D0) x = f(x, o);
+    } else {
+      x = f(x, o);
+    }
   }
   return x;
+}
+
+// x's combine with the earlier value o where `take`, else x: computed by every lane
+// and selected, not branched around (as in fold_down).
+template <class A, class F>
+__device__ __forceinline__ A combine_if(bool take, const A& o, const A& x, F f) {
+  const A c = f(o, x);
+  return take ? c : x;
 }
 
 // The value d lanes earlier in scan order (REV: the lane d above).
@@ -86,8 +104,7 @@ __device__ __forceinline__ void tile_scan(A* y, F f) {
       A w = y[r * V + (REV ? 0 : V - 1)];
 #pragma unroll
       for (int d = 1; d < W; d <<= 1) {
-        const A o = shfl_earlier<REV>(w, d);
-        if (lp >= d) w = f(o, w);
+        w = combine_if(lp >= d, shfl_earlier<REV>(w, d), w, f);
       }
       in[r] = w;
       ex[r] = shfl_earlier<REV>(w, 1);  // the lanes before this one (lp > 0)
@@ -110,8 +127,7 @@ __device__ __forceinline__ void tile_scan(A* y, F f) {
         A p = part[r * NW + (lane & (NW - 1))];  // lane i: warp i's total
 #pragma unroll
         for (int d = 1; d < GW; d <<= 1) {
-          const A o = shfl_earlier<REV>(p, d);
-          if (lq >= d) p = f(o, p);
+          p = combine_if(lq >= d, shfl_earlier<REV>(p, d), p, f);
         }
         wpre[r] = shfl_any<2>(p, (REV ? wi + 1 : wi - 1) & 31);
         if constexpr (ROUNDS) agg[r] = shfl_any<2>(p, REV ? 0 : NW - 1);
@@ -195,7 +211,7 @@ __device__ __forceinline__ void tile_fold_chunks(const A* y, F f, Put put) {
         if (k < half) {
           const A send = up ? c[k] : c[k + half];
           const A recv = shfl_any<2>(send, lane ^ d);
-          c[k] = up ? f(recv, c[k + half]) : f(c[k], recv);
+          c[k] = f(up ? recv : c[k], up ? c[k + half] : recv);  // one combine, no branch
         }
       }
     }
