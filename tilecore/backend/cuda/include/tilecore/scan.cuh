@@ -46,12 +46,18 @@ __device__ __forceinline__ A fold_down(A x, F f, int lane) {
   return x;
 }
 
-// x's combine with the earlier value o where `take`, else x: computed by every lane
-// and selected, not branched around (as in fold_down).
+// x's combine with the earlier value o where `take`, else x. Values of up to two
+// words are combined by every lane and selected, not branched around (as in
+// fold_down); wider ones (by-key triples) keep the branch: computed everywhere, the
+// 256-thread by-key float scan spilled on sm_80 (ptxas settled on 128 registers).
 template <class A, class F>
 __device__ __forceinline__ A combine_if(bool take, const A& o, const A& x, F f) {
-  const A c = f(o, x);
-  return take ? c : x;
+  if constexpr (sizeof(A) <= 8) {
+    const A c = f(o, x);
+    return take ? c : x;
+  } else {
+    return take ? f(o, x) : x;
+  }
 }
 
 // The value d lanes earlier in scan order (REV: the lane d above).
@@ -211,7 +217,7 @@ __device__ __forceinline__ void tile_fold_chunks(const A* y, F f, Put put) {
         if (k < half) {
           const A send = up ? c[k] : c[k + half];
           const A recv = shfl_any<2>(send, lane ^ d);
-          c[k] = f(up ? recv : c[k], up ? c[k + half] : recv);  // one combine, no branch
+          c[k] = up ? f(recv, c[k + half]) : f(c[k], recv);
         }
       }
     }
