@@ -1,6 +1,6 @@
 """DeviceScan, DeviceReduce and DeviceSegmentedReduce under random policies:
 every field the tables may set (scan modes, tile shapes, windows, groups, the
-small and one-launch tiles, the exclusive loads; the reduce's grids and
+small and one-launch tiles, the exclusive loads, loading ahead; the reduce's grids and
 single-block path; the segmented rows and long kernels), drawn together with a
 random call (dtype, size, operator, by key, exclusive, init, in place, outputs
 longer than num_items, empty segments, offset width), against a sequential
@@ -47,6 +47,7 @@ def random_policy(r: random.Random) -> dict:
              one_launch_items_per_thread=r.choice([1, 4]), small_items=0)
     if r.random() < 0.4:
         p.update(small_items=r.choice([64, 2000]), small_block_threads=r.choice([32, 64]))
+    p["load_ahead"] = r.choice([0, 1])
     return p
 
 

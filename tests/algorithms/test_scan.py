@@ -30,6 +30,10 @@ LOOKBACK = dict(_SMALL, mode=3, exact_mode=2, lookback_window=4, group_tiles=4)
 GROUPS = dict(_SMALL, mode=3, exact_mode=3, group_tiles=4)
 # the ordered look-back (any operator), windows of 4: many window boundaries
 ORDERED = dict(_SMALL, mode=4, exact_mode=4, lookback_window=4)
+# mode 2 loading ahead: a grid of sm_count * blocks_per_sm blocks (the interpreter's 2 SMs x
+# 2: 4, fewer than the tiles from 5 tiles on), each taking tiles until the input ends (run
+# one after another, the first takes every tile, the others one ticket past them each)
+AHEAD = dict(LOOKBACK, load_ahead=1)
 MODES = [SINGLE_PASS, REDUCE_THEN_SCAN, LOOKBACK, GROUPS, ORDERED]
 MODE_IDS = ["fenwick", "rts", "lookback", "groups", "ordered"]
 SIZES = [0, 1, 2, 31, 32, 33, TILE - 1, TILE, TILE + 1, 2 * TILE + 5, 3001]
@@ -175,7 +179,7 @@ def test_min_max_float_ignore_nan():
         np.testing.assert_array_equal(y, f.accumulate(x))
 
 
-@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+@pytest.mark.parametrize("mode", MODES + [AHEAD], ids=MODE_IDS + ["lookback-ahead"])
 def test_non_commutative_user_op(mode):
     """Affine maps composed in order: any reordering of the operands changes the result."""
     n = 2000
@@ -353,9 +357,10 @@ def test_policy_tables_and_overrides():
     assert (p90.tile_items, p90.mode, p90.exact_mode) == (32768, 3, 2)
     assert "sm_90.yaml" in p90.source
     assert p90.threads_for(1 << 24) == 256 and p90.threads_for((1 << 24) + 1) == 1024
-    i90 = select_scan_policy(90, {**key, "accum": "int32"})     # the int32-sum row
-    assert (i90.block_threads, i90.items_per_thread, i90.exact_mode) == (512, 64, 2)
-    assert i90.threads_for(1 << 24) == 256 and i90.threads_for((1 << 24) + 1) == 512
+    i90 = select_scan_policy(90, {**key, "accum": "int32"})     # the int32-sum row: loads ahead
+    assert (i90.block_threads, i90.items_per_thread, i90.exact_mode) == (128, 64, 2)
+    assert (i90.load_ahead, i90.blocks_per_sm, i90.lookback_window) == (1, 2, 32)
+    assert i90.threads_for(1 << 10) == 128 and i90.threads_for(1 << 28) == 128  # no small tile
     f90 = select_scan_policy(90, key)                           # the float-sum row
     assert (f90.block_threads, f90.items_per_thread) == (512, 64)
     assert f90.threads_for(1 << 24) == 128 and f90.threads_for((1 << 24) + 1) == 512
@@ -382,7 +387,8 @@ def test_exact_operator_classes():
     assert not exact_operator("user", D.float32) and not exact_operator("user", D.bfloat16)
 
 
-@pytest.mark.parametrize("mode", [LOOKBACK, GROUPS, ORDERED], ids=["lookback", "groups", "ordered"])
+@pytest.mark.parametrize("mode", [LOOKBACK, AHEAD, GROUPS, ORDERED],
+                         ids=["lookback", "lookback-ahead", "groups", "ordered"])
 @pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.int64, np.uint64],
                          ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("n", [1, TILE + 1, 9 * TILE + 7, 3001])
@@ -455,7 +461,7 @@ def test_exclusive_inverse(dtype):
     n = 11 * TILE + 3
     x = small_ints(dtype, n)
     acc = np.int32 if np.dtype(dtype).itemsize < 4 else dtype
-    for mode in (LOOKBACK, GROUPS):
+    for mode in (LOOKBACK, AHEAD, GROUPS):
         m = dict(mode, exclusive_inverse=1)
         with np.errstate(over="ignore"):
             want = (acc(5) + np.concatenate([[0], np.cumsum(x.astype(acc), dtype=acc)[:-1]])
@@ -472,7 +478,8 @@ def test_exclusive_inverse(dtype):
 
 
 @pytest.mark.parametrize("n", [1, TILE, TILE + 1, 11 * TILE + 3])
-@pytest.mark.parametrize("mode", [LOOKBACK, GROUPS], ids=["lookback", "groups"])
+@pytest.mark.parametrize("mode", [LOOKBACK, AHEAD, GROUPS],
+                         ids=["lookback", "lookback-ahead", "groups"])
 def test_exclusive_pairs(mode, n):
     """exclusive_pairs=1: an exclusive scan of a well-known operator from unshifted
     tiles, as a scan of (inclusive, exclusive) pairs: integer sums (packed and
@@ -546,7 +553,8 @@ def test_exclusive_pairs_on_the_large_tile_only(monkeypatch, n):
     assert scans and all(a[17] is (n <= small) for a in scans)
 
 
-@pytest.mark.parametrize("mode", [LOOKBACK, GROUPS], ids=["lookback", "groups"])
+@pytest.mark.parametrize("mode", [LOOKBACK, AHEAD, GROUPS],
+                         ids=["lookback", "lookback-ahead", "groups"])
 def test_by_key_exact_and_wide(mode):
     """By-key runs through the look-back (an aggregate with a head ends a look-back
     early), over several tiles, with packed (int32) and wide (int64) values."""
@@ -586,10 +594,11 @@ def test_groups_float_user_and_by_key(group):
     np.testing.assert_array_equal(yd, 2.0 + np.cumsum(xd))
 
 
-def test_small_items_switch_the_tile():
+@pytest.mark.parametrize("mode", [LOOKBACK, AHEAD], ids=["lookback", "lookback-ahead"])
+def test_small_items_switch_the_tile(mode):
     """num_items <= small_items runs small_block_threads per tile: a different
     tile size (and status layout) from the larger inputs, same results."""
-    m = dict(LOOKBACK, block_threads=64, small_items=500, small_block_threads=32)
+    m = dict(mode, block_threads=64, small_items=500, small_block_threads=32)
     for n in (500, 501):
         x = small_ints(np.int32, n)
         y = np.zeros_like(x)
@@ -602,7 +611,8 @@ def test_small_items_switch_the_tile():
     assert nbytes >= 1
 
 
-@pytest.mark.parametrize("mode", [LOOKBACK, REDUCE_THEN_SCAN], ids=["lookback", "rts"])
+@pytest.mark.parametrize("mode", [LOOKBACK, AHEAD, REDUCE_THEN_SCAN],
+                         ids=["lookback", "lookback-ahead", "rts"])
 def test_one_launch_recomputes_the_prefix(monkeypatch, mode):
     """num_items <= one_launch_max_items: one launch of a block per tile, each
     folding the items before its tile itself (no status words to clear), by
@@ -669,3 +679,132 @@ def test_one_launch_recomputes_the_prefix(monkeypatch, mode):
     run(S.inclusive_sum, x, y, most + 1, mode=m)
     np.testing.assert_array_equal(y, np.cumsum(x))
     assert len(grids) == 2
+
+
+# --- mode 2 loading ahead (load_ahead) -----------------------------------------------------------
+def lookback_launches(monkeypatch):
+    """Record scan_lookback's launches (grid, PIPE, the ticket counter after it ran)."""
+    seen = []
+    real = ct.launch
+
+    def spy(stream, grid, kernel, args):
+        real(stream, grid, kernel, args)
+        if kernel.pyfunc is K.scan_lookback.pyfunc:
+            seen.append((grid, args[-1], int(args[5][0])))
+    monkeypatch.setattr(ct, "launch", spy)
+    return seen
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_load_ahead_sizes(monkeypatch, n):
+    """load_ahead=1 at sizes around the tile (0, 1, partial tiles, tile +- 1, many
+    tiles): inclusive and exclusive sums, exclusive with init, inclusive with
+    init (wide values), nothing written past num_items. Over several tiles the
+    grid is min(tiles, sm_count * blocks_per_sm) blocks loading ahead, and each
+    takes one ticket past the tiles (the counter ends at tiles + grid); one
+    tile runs as one block, as without load_ahead."""
+    seen = lookback_launches(monkeypatch)
+    x = small_ints(np.int32, n)
+    c = np.cumsum(x, dtype=np.int32)
+    excl = np.concatenate([[0], c[:-1]])[:n].astype(np.int32)
+    for method, args, want in ((S.inclusive_sum, (), c), (S.exclusive_sum, (), excl),
+                               (S.exclusive_scan, ("add", np.int32(5)), excl + 5)):
+        y = np.full(n + 3, 7, np.int32)
+        run(method, x, y, *args, n, mode=AHEAD)
+        np.testing.assert_array_equal(y[:n], want)
+        np.testing.assert_array_equal(y[n:], 7)                    # nothing past num_items
+    i = small_ints(np.int64, n)
+    yi = np.full(n + 3, 7, np.int64)
+    run(S.inclusive_scan_init, i, yi, "max", np.int64(-3), n, mode=AHEAD)
+    np.testing.assert_array_equal(yi[:n], np.maximum.accumulate(np.maximum(i, -3)))
+    np.testing.assert_array_equal(yi[n:], 7)
+    tiles = -(-n // TILE)
+    assert len(seen) == (4 if n else 0)
+    for grid, pipe, counter in seen:
+        if tiles == 1:
+            assert (grid, pipe) == ((1,), False)
+        else:
+            assert (grid, pipe, counter) == ((min(tiles, 4),), True, tiles + min(tiles, 4))
+
+
+@pytest.mark.parametrize("blocks_per_sm", [1, 3, 32])
+def test_load_ahead_grids(monkeypatch, blocks_per_sm):
+    """Grids of 2 and 6 blocks for 10 tiles, and of every tile (10 of 64): same
+    results; each block takes exactly one ticket past the tiles."""
+    seen = lookback_launches(monkeypatch)
+    n = 9 * TILE + 7
+    m = dict(AHEAD, blocks_per_sm=blocks_per_sm)
+    x = small_ints(np.int32, n)
+    y = np.zeros_like(x)
+    run(S.exclusive_sum, x, y, n, mode=m)
+    np.testing.assert_array_equal(y, np.concatenate([[0], np.cumsum(x)[:-1]]))
+    u = RNG.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    yu = np.zeros_like(u)
+    run(S.inclusive_scan, u, yu, affine, n, mode=m)
+    np.testing.assert_array_equal(yu, seq_scan([int(v) for v in u], affine_ref))
+    grid = min(10, 2 * blocks_per_sm)
+    assert seen == [((grid,), True, 10 + grid)] * 2
+
+
+def test_load_ahead_in_place_by_key_and_user():
+    """load_ahead=1 in place (packed and wide status values, inclusive and
+    exclusive), by key (in place, exclusive with init, a user operator with a
+    user equality) and non-commutative user operators (exclusive with init,
+    take-first and take-last lambdas) over many tiles."""
+    n = 23 * TILE + 9
+    for dtype in (np.int32, np.int64):
+        x = small_ints(dtype, n)
+        for method, want in ((S.inclusive_sum, np.cumsum(x)),
+                             (S.exclusive_sum, np.concatenate([[0], np.cumsum(x)[:-1]]))):
+            z = x.copy()
+            run(method, z, z, n, mode=AHEAD)
+            np.testing.assert_array_equal(z, want.astype(dtype))
+        keys = runs_of(n, 150)
+        keys[300:900] = 77777                                         # a run of ~10 tiles
+        z = x.copy()
+        run(S.inclusive_sum_by_key, keys, z, z, n, mode=AHEAD)
+        np.testing.assert_array_equal(z, by_key_ref(keys, x, operator.add))
+        y = np.zeros_like(x)
+        run(S.exclusive_scan_by_key, keys, x, y, "max", dtype(-100), n, mode=AHEAD)
+        np.testing.assert_array_equal(y, by_key_ref(keys, x, max, dtype(-100), True))
+    u = RNG.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    yu = np.zeros_like(u)
+    keys = RNG.integers(0, 6, n).astype(np.int64)
+    run(S.inclusive_scan_by_key, keys, u, yu, affine, n, same_parity, mode=AHEAD)
+    np.testing.assert_array_equal(yu, by_key_ref(keys % 2, [int(v) for v in u], affine_ref))
+    init = np.uint32((3 << 16) | 5)
+    z = u.copy()
+    run(S.exclusive_scan, z, z, affine, init, n, mode=AHEAD)                # in place
+    np.testing.assert_array_equal(z, seq_scan([int(v) for v in u], affine_ref, int(init), True))
+    i = small_ints(np.int32, n)
+    yi = np.zeros_like(i)
+    run(S.inclusive_scan, i, yi, lambda a, b: a, n, mode=AHEAD)
+    np.testing.assert_array_equal(yi, np.full_like(i, i[0]))
+    run(S.exclusive_scan, i, yi, lambda a, b: b, np.int32(-7), n, mode=AHEAD)
+    np.testing.assert_array_equal(yi, np.concatenate([[-7], i[:-1]]))
+
+
+def test_load_ahead_policy_field():
+    """load_ahead is 0 or 1, validated as the other fields; in the shipped
+    tables 1 only for sm_90's int32 sums; it changes mode 2 only (other modes
+    launch as without it)."""
+    from tilecore.dispatch.scan_policy import select_scan_policy
+    from tilecore.tunings import TuningError
+    for cc in (70, 80, 90):
+        for op in ("add", "max", "user"):
+            key = dict(value_size=4, accum="int32", op=op, offset_size=4, by_key=False)
+            assert select_scan_policy(cc, key).load_ahead == (cc == 90 and op == "add")
+    with pytest.raises(TuningError, match="field 'load_ahead': expected a value in 0..1, got 2"):
+        with override_policy("scan", load_ahead=2):
+            pass
+    with pytest.raises(TuningError, match="field 'load_ahead': expected an integer, got True"):
+        with override_policy("scan", load_ahead=True):
+            pass
+    from tilecore.algorithms import scan as SC
+    from tilecore.dispatch.target import interpreter_target
+    from tilecore.language import dtypes as D
+    for mode in (SINGLE_PASS, GROUPS, ORDERED):
+        with override_policy("scan", **dict(mode, load_ahead=1)):
+            plan = SC._plan(D.int32, D.int32, "add", None, None, False, False, False,
+                            interpreter_target())
+            assert plan.layout(3001)[1]["grid"] == -(-3001 // TILE)

@@ -147,6 +147,29 @@ def test_exclusive_pairs_compile(monkeypatch, arch, case):
     assert ck.stack_bytes == 0, f"{case}: spills ({ck.stack_bytes} bytes of stack)"
 
 
+AHEAD_TILES = {"256x32": dict(block_threads=256, items_per_thread=32),
+               "128x64": dict(block_threads=128, items_per_thread=64), "shipped": {}}
+
+
+@pytest.mark.interpreter_only
+@pytest.mark.parametrize("case, tiles", [
+    (case, tiles) for case in ("incl-i32", "excl-i32") for tiles in ("256x32", "128x64")] +
+    [("excl-i64", "shipped"), ("bykey-i32", "shipped")])
+def test_load_ahead_compiles(monkeypatch, case, tiles):
+    """Mode 2 loading ahead (load_ahead=1, off in the shipped tables), which holds
+    its next tile beside the one it scans, for sm_90: int32 sums on the tiles
+    it was measured with, int64 and by key their shipped tiles: no spills. (With
+    it the shipped int32 sum tile, 512 x 64, spills, as do min/max at 512 x 32
+    and 64 items a thread of int64 or by key.)"""
+    monkeypatch.setenv("TILECORE_ARCH", "sm_90")
+    with override_policy("scan", load_ahead=1, small_items=0, **AHEAD_TILES[tiles]):
+        calls = captured(monkeypatch, *CASES[case]())
+    kernel, args = calls[-1]
+    assert kernel.pyfunc.__name__ == "scan_lookback" and args[-1] is True      # PIPE
+    ck = ct.compile(kernel, args, arch="sm_90")
+    assert ck.stack_bytes == 0, f"{case}: spills ({ck.stack_bytes} bytes of stack)"
+
+
 @pytest.mark.interpreter_only
 def test_reduce_then_scan_compiles(monkeypatch):
     with override_policy("scan", mode=1, block_threads=256, items_per_thread=32):   # the sweep's candidate

@@ -29,6 +29,17 @@ def affine(p, q):
         (((q >> 16) * (p & 0xFFFF) + (q & 0xFFFF)) & 0xFFFF)
 
 
+def affine_scan(x):
+    """The inclusive scan of uint32 x under `affine`, composed in order, vectorized
+    by doubling (a NumPy Hillis-Steele scan)."""
+    ref = x.astype(np.uint64)
+    d = 1
+    while d < ref.size:
+        ref = np.concatenate([ref[:d], affine(ref[:-d], ref[d:])])
+        d *= 2
+    return ref.astype(np.uint32)
+
+
 def _float_ok(x, got, exclusive=False):
     x64 = x.astype(np.float64)
     exact = np.cumsum(x64)
@@ -144,6 +155,59 @@ def test_exact_ops_every_mode(cp, mode):
             np.testing.assert_array_equal(cp.asnumpy(yi), np.minimum.accumulate(i))
 
 
+@pytest.mark.parametrize("tiles", [dict(block_threads=256, items_per_thread=32, blocks_per_sm=2,
+                                        lookback_window=32),
+                                   dict(block_threads=128, items_per_thread=64, blocks_per_sm=2),
+                                   dict(block_threads=32, items_per_thread=32, blocks_per_sm=8),
+                                   dict(block_threads=1024, items_per_thread=4, blocks_per_sm=32)],
+                         ids=["256x32", "128x64", "1k-tiles", "not-resident"])
+def test_load_ahead(cp, tiles):
+    """Mode 2 loading ahead (load_ahead=1), where blocks really race: int32 sums
+    (inclusive, exclusive: shifted and as pairs) at sizes from two tiles to
+    2^25 + 3, exclusive with init in place, max, int64 min (wide status values),
+    by key in place and a non-commutative user operator, equal to NumPy's; with
+    grids of about the resident blocks and of far more than an SM holds (1024
+    threads, 32 blocks an SM: the blocks that start late take one ticket past
+    the tiles and end)."""
+    rng = np.random.default_rng(21)
+    with override_policy("scan", small_items=0, load_ahead=1, **tiles):
+        tile = tiles["block_threads"] * tiles["items_per_thread"]
+        for n in (tile + 1, 2**20 + 7, 2**22 + 3, 2**25 + 3):
+            x = rng.integers(-2**30, 2**30, n).astype(np.int32)
+            c = np.cumsum(x, dtype=np.int64).astype(np.int32)
+            excl = np.concatenate([[0], c[:-1]]).astype(np.int32)
+            y = cp.zeros(n, cp.int32)
+            run(cp, S.inclusive_sum, cp.asarray(x), y, n)
+            np.testing.assert_array_equal(cp.asnumpy(y), c)
+            for pairs in (0, 1):
+                with override_policy("scan", exclusive_pairs=pairs):
+                    run(cp, S.exclusive_sum, cp.asarray(x), y, n)
+                np.testing.assert_array_equal(cp.asnumpy(y), excl)
+        n = 2**22 + 1
+        z = cp.asarray(x[:n])
+        run(cp, S.exclusive_scan, z, z, "add", np.int32(7), n)                # in place
+        np.testing.assert_array_equal(cp.asnumpy(z), (excl[:n].astype(np.int64) + 7)
+                                      .astype(np.int32))
+        run(cp, S.inclusive_scan, cp.asarray(x), y, "max", x.size)
+        np.testing.assert_array_equal(cp.asnumpy(y), np.maximum.accumulate(x))
+        i = rng.integers(-2**40, 2**40, n)
+        yi = cp.zeros(n, cp.int64)
+        run(cp, S.inclusive_scan, cp.asarray(i), yi, "min", n)
+        np.testing.assert_array_equal(cp.asnumpy(yi), np.minimum.accumulate(i))
+        keys = np.repeat(np.arange(n), rng.integers(1, 3000, n))[:n].astype(np.int32)
+        v = rng.integers(-100, 100, n).astype(np.int32)
+        z = cp.asarray(v)
+        run(cp, S.inclusive_sum_by_key, cp.asarray(keys), z, z, n)
+        cv = np.cumsum(v, dtype=np.int64)
+        starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+        base = np.repeat(cv[starts] - v[starts], np.diff(np.concatenate([starts, [n]])))
+        np.testing.assert_array_equal(cp.asnumpy(z), (cv - base).astype(np.int32))
+        u = rng.integers(0, 2**32, 2**21 + 9, dtype=np.uint64).astype(np.uint32)
+        yu = cp.zeros(u.size, cp.uint32)
+        run(cp, S.inclusive_scan, cp.asarray(u), yu, affine, u.size)
+        np.testing.assert_array_equal(cp.asnumpy(yu), affine_scan(u))
+
+
 def test_wide_values_float64_and_int64(cp):
     rng = np.random.default_rng(9)
     x = rng.standard_normal(2**22 + 5)
@@ -160,13 +224,7 @@ def test_non_commutative_user_op(cp):
     x = np.random.default_rng(3).integers(0, 2**32, 2**21 + 9, dtype=np.uint64).astype(np.uint32)
     y = cp.zeros_like(cp.asarray(x))
     run(cp, S.inclusive_scan, cp.asarray(x), y, affine, x.size)
-    # the reference: compose in order, vectorized by doubling (a NumPy Hillis-Steele scan)
-    ref = x.astype(np.uint64)
-    d = 1
-    while d < ref.size:
-        ref = np.concatenate([ref[:d], affine(ref[:-d], ref[d:])])
-        d *= 2
-    np.testing.assert_array_equal(cp.asnumpy(y), ref.astype(np.uint32))
+    np.testing.assert_array_equal(cp.asnumpy(y), affine_scan(x))
 
 
 def test_by_key_and_in_place(cp):

@@ -147,6 +147,19 @@ def test_validation_errors_name_file_line_field(extra, line, message):
     assert message in str(e.value)
 
 
+def test_scan_load_ahead_is_validated_with_file_line_field():
+    base = f"schema: 1\nalgorithm: scan\narch: sm_90\n{PROV}\n"
+    table = parse_table(base + "tunings:\n  - match: {op: add}\n    params: {load_ahead: 1}\n",
+                        "t/sm_90.yaml", "scan", 90)
+    assert table is not None
+    for value, problem in ((2, "expected a value in 0..1, got 2"),
+                           ("true", "expected an integer, got True")):
+        with pytest.raises(TuningError) as e:
+            parse_table(base + f"default: {{load_ahead: {value}}}\n", "t/sm_90.yaml", "scan", 90)
+        assert str(e.value).startswith("t/sm_90.yaml:5:"), str(e.value)
+        assert f"field 'load_ahead': {problem}" in str(e.value)
+
+
 def test_provenance_required_and_checked():
     base = "schema: 1\nalgorithm: reduce\narch: sm_90\n"
     with pytest.raises(TuningError, match="field 'provenance' is missing"):

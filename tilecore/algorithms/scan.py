@@ -142,6 +142,7 @@ class _Plan:
         tiles = -(-n // tile)
         layout = Layout(4)
         facts = {"tiles": tiles, "tile": tile, "threads": threads}
+        tickets = tiles
         if self.mode == MODE_REDUCE_THEN_SCAN:
             grid0 = max(1, self.target.sm_count * p.blocks_per_sm)
             per = max(1, -(-tiles // grid0))
@@ -165,11 +166,25 @@ class _Plan:
                 words = values = padded + INIT_TILE
             layout.slot(0).alias(D.int64, words)
             layout.slot(1).alias(self.acc, 1 if self.packed else values)
-        layout.slot(2).alias(D.int64 if tiles >= _WIDE else D.int32, 1)   # ticket counter
+            # load_ahead (mode 2, several tiles): about the resident blocks, each taking
+            # tiles until its ticket runs past them (one ticket past them a block, so
+            # the counter ends at tiles + grid)
+            ahead = facts["ahead"] = self.loads_ahead(tiles)
+            grid = facts["grid"] = min(tiles, max(1, self.target.sm_count * p.blocks_per_sm)) \
+                if ahead else tiles
+            if ahead:
+                tickets = tiles + grid
+        layout.slot(2).alias(D.int64 if tickets >= _WIDE else D.int32, 1)   # ticket counter
         # a read-only stand-in for d_in in place, of its dtype: the kernel's vector
         # width (so its tile layout and its float association) is the out-of-place one's
         layout.slot(3).alias(self.in_dtype, max(1, 16 // self.in_dtype.itemsize))
         return layout, facts
+
+    def loads_ahead(self, tiles: int) -> bool:
+        """Whether a single-pass scan of `tiles` tiles runs blocks that load ahead
+        (scan_kernels.lookback_ahead): the policy's load_ahead 1, in mode 2, over
+        more than one tile (one tile runs as one block)."""
+        return self.policy.load_ahead == 1 and self.mode == MODE_LOOKBACK and tiles > 1
 
     def pairs_for(self, n: int) -> bool:
         """Whether an exclusive scan of n items runs the pair scan: at every size
@@ -518,7 +533,9 @@ def _make_launches(plan: _Plan, n: int, items: int, has_init: bool,
         tail = (facts["P"], tile, size, *common,
                 exclusive and not plan.inv and not plan.pairs_for(n), exclusive, plan.inv,
                 has_init, by_key, in_place, plan.packed, wide, single)
-    steps += (_Step((tiles,), plan.kernel(facts["threads"]), _ALL, tail),)
+        if mode == MODE_LOOKBACK:
+            tail += (facts["ahead"],)               # PIPE: load ahead
+    steps += (_Step((facts["grid"],), plan.kernel(facts["threads"]), _ALL, tail),)
     return _Launches(n, in_place, by_key, aliases, steps)
 
 

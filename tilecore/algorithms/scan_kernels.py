@@ -29,6 +29,9 @@ every association gives the same bits):
   atomic ticket counter, so a block only waits for tiles taken earlier by
   running blocks. It folds whatever aggregates and prefixes it finds, so its
   association depends on timing: the policy refuses it for other operators.
+  With PIPE (the policy's load_ahead) a grid of about the resident blocks
+  takes tiles until the input ends, each block loading its next tile and
+  publishing that tile's aggregate before it looks back (`lookback_ahead`).
 - `scan_ordered` (mode 4, any operator): the decoupled look-back folded left
   to right (ct.reduce(sequential=True)) from the newest complete prefix in
   the window holding tile t-1: the left fold of the aggregates from any
@@ -604,28 +607,14 @@ def lb_combine(f_a, a, f_b, b, KIND, OP, ACC):
             ct.where((f_b & LB_LIVE) == 0, a, ct.where(take_b, b, op2(a, b, KIND, OP, ACC))))
 
 
-@ct.kernel
-def scan_lookback(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant[int],
-                  WINDOW: ct.Constant[int], ACC: ct.Constant, KIND: ct.Constant[str],
-                  OP: ct.Constant, ID: ct.Constant, EQ: ct.Constant, HAS_EQ: ct.Constant[bool],
-                  SHIFT: ct.Constant[bool], EXCL: ct.Constant[bool], INV: ct.Constant[bool],
-                  HAS_INIT: ct.Constant[bool], BY_KEY: ct.Constant[bool],
-                  IN_PLACE: ct.Constant[bool], PACKED: ct.Constant[bool],
-                  WIDE: ct.Constant[bool], SINGLE: ct.Constant[bool]):
-    """Mode 2: the single-pass scan with a decoupled look-back (Merrill and
-    Garland; examples/lookback_scan.py), for exact operators only (module
-    docstring). Tile t publishes its aggregate at once (flags READY, HEAD when a
-    key run starts in it), looks back a WINDOW of status words at a time (the
-    first load in flight while the tile is scanned), folds them with one
-    reduction until it meets a complete prefix (PREFIX, or an aggregate with a
-    HEAD), and publishes its inclusive prefix. Wide values: aggregates in
-    vals[t], prefixes in vals[P + t]."""
-    # the tile's own scan overlaps the look-back as in scan_groups (user operators too,
-    # when their tile is not shifted)
-    OVERLAP = not BY_KEY and (KIND != "user" or not SHIFT)
-    t, u, hu, h, a_head, agg, w, words, z = lookback_start(
-        x, keys, y, n, counter, status, vals, P, TILE, WINDOW, ACC, KIND, OP, ID, EQ, HAS_EQ,
-        SHIFT, EXCL, INV, BY_KEY, IN_PLACE, PACKED, WIDE, SINGLE, OVERLAP)
+@ct.function
+def prefix_lookback(t, w, words, status, vals, P, a_head, agg, WINDOW, ACC, KIND, OP, ID,
+                    BY_KEY, PACKED, SINGLE):
+    """Mode 2's look-back for tile t from its first window (w, words: the window
+    holding tile t-1, already in flight): fold windows of status words, newest
+    first, with one reduction each until a complete prefix (PREFIX, or an
+    aggregate with a HEAD); publish the tile's inclusive prefix and return its
+    exclusive prefix part (ok, head, value)."""
     p_ok = ct.zeros((1,), ct.int32)
     p_head = ct.zeros((1,), ct.int32)
     p_val = ct.full((1,), ID, ACC)
@@ -660,8 +649,103 @@ def scan_lookback(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Consta
         if t > 0:
             p_ok, p_head, p_val = publish_prefix(status, vals, P, t, excl, a_head, agg, KIND,
                                                  OP, ACC, BY_KEY, PACKED)
-    store_tile(y, n, t, u, hu, h, z, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL, INV,
-               HAS_INIT, BY_KEY, WIDE, OVERLAP)
+    return p_ok, p_head, p_val
+
+
+@ct.function
+def tile_ahead(x, keys, y, n, t, tiles, status, vals, P, u, hu, h, a_head, agg, TILE, ACC,
+               KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, PACKED, WIDE):
+    """Tile t of a block that loads ahead (lookback_ahead): a tile of the input
+    (t < tiles) is loaded (tile_parts) and its aggregate published at once; the
+    ticket past the tiles that ends the block loads nothing (no index past the
+    input is formed: 32-bit offsets stay below num_items) and returns the parts
+    given (u, hu, h, a_head, agg) as they are."""
+    if t < tiles:
+        u, hu, h, a_ok, a_head, agg = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID,
+                                                 EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, WIDE)
+        publish_aggregate(status, vals, P, t, a_head, agg, ACC, PACKED)
+    return u, hu, h, a_head, agg
+
+
+@ct.function
+def lookback_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, WINDOW, ACC, KIND, OP,
+                   ID, EQ, HAS_EQ, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, IN_PLACE, PACKED, WIDE,
+                   OVERLAP):
+    """Mode 2 loading ahead (scan_lookback's PIPE; as examples/lookback_scan.py):
+    a grid of about the resident blocks, each taking tiles by ticket until its
+    ticket runs past the tiles (each block takes exactly one such ticket, which
+    ends it). A block loads its next tile and publishes that tile's aggregate
+    before it looks back for the tile it holds, then publishes that tile's
+    inclusive prefix and stores it: memory stays busy while it waits, and its
+    predecessors have long published their aggregates by the time it looks
+    (one tile a block moves in waves behind the slowest load before it). No
+    aggregate waits for a look-back, and a look-back waits only for aggregates
+    of smaller tiles, taken by running blocks: no deadlock, resident or not.
+    (Never SINGLE: the host loads ahead only over several tiles.)"""
+    tiles = (n - 1) // TILE + 1
+    t = ticket(counter, False)
+    u, hu, h, a_head, agg = tile_ahead(
+        x, keys, y, n, t, tiles, status, vals, P, ct.zeros((TILE,), ACC),
+        ct.zeros((TILE,), ct.int32), ct.zeros((TILE,), ct.int32), ct.zeros((1,), ct.int32),
+        ct.full((1,), ID, ACC), TILE, ACC, KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE,
+        PACKED, WIDE)
+    while t < tiles:
+        # the next tile first: loaded, and its aggregate published, before this one's
+        # look-back (a past-the-end ticket keeps this tile's parts: unused)
+        t_next = ticket(counter, False)
+        u_next, hu_next, h_next, head_next, agg_next = tile_ahead(
+            x, keys, y, n, t_next, tiles, status, vals, P, u, hu, h, a_head, agg, TILE, ACC,
+            KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, PACKED, WIDE)
+        w = ct.maximum(t - 1, 0) // WINDOW
+        words = load_words(status, w, WINDOW, PACKED)   # in flight while the tile is scanned
+        z = u
+        if OVERLAP:
+            z = local_scan(u, TILE, KIND, OP, ID, ACC, EXCL and not SHIFT and not INV)
+        p_ok, p_head, p_val = prefix_lookback(t, w, words, status, vals, P, a_head, agg, WINDOW,
+                                              ACC, KIND, OP, ID, BY_KEY, PACKED, False)
+        store_tile(y, n, t, u, hu, h, z, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL,
+                   INV, HAS_INIT, BY_KEY, WIDE, OVERLAP)
+        t = t_next
+        u = u_next
+        hu = hu_next
+        h = h_next
+        a_head = head_next
+        agg = agg_next
+
+
+@ct.kernel
+def scan_lookback(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant[int],
+                  WINDOW: ct.Constant[int], ACC: ct.Constant, KIND: ct.Constant[str],
+                  OP: ct.Constant, ID: ct.Constant, EQ: ct.Constant, HAS_EQ: ct.Constant[bool],
+                  SHIFT: ct.Constant[bool], EXCL: ct.Constant[bool], INV: ct.Constant[bool],
+                  HAS_INIT: ct.Constant[bool], BY_KEY: ct.Constant[bool],
+                  IN_PLACE: ct.Constant[bool], PACKED: ct.Constant[bool],
+                  WIDE: ct.Constant[bool], SINGLE: ct.Constant[bool], PIPE: ct.Constant[bool]):
+    """Mode 2: the single-pass scan with a decoupled look-back (Merrill and
+    Garland; examples/lookback_scan.py), for exact operators only (module
+    docstring). Tile t publishes its aggregate at once (flags READY, HEAD when a
+    key run starts in it), looks back a WINDOW of status words at a time (the
+    first load in flight while the tile is scanned), folds them with one
+    reduction until it meets a complete prefix (PREFIX, or an aggregate with a
+    HEAD), and publishes its inclusive prefix. Wide values: aggregates in
+    vals[t], prefixes in vals[P + t]. One tile a block; with PIPE (the policy's
+    load_ahead), blocks take tiles until the input ends, loading the next before
+    looking back (lookback_ahead)."""
+    # the tile's own scan overlaps the look-back as in scan_groups (user operators too,
+    # when their tile is not shifted)
+    OVERLAP = not BY_KEY and (KIND != "user" or not SHIFT)
+    if PIPE and not SINGLE:
+        lookback_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, WINDOW, ACC, KIND,
+                       OP, ID, EQ, HAS_EQ, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, IN_PLACE, PACKED,
+                       WIDE, OVERLAP)
+    else:
+        t, u, hu, h, a_head, agg, w, words, z = lookback_start(
+            x, keys, y, n, counter, status, vals, P, TILE, WINDOW, ACC, KIND, OP, ID, EQ,
+            HAS_EQ, SHIFT, EXCL, INV, BY_KEY, IN_PLACE, PACKED, WIDE, SINGLE, OVERLAP)
+        p_ok, p_head, p_val = prefix_lookback(t, w, words, status, vals, P, a_head, agg, WINDOW,
+                                              ACC, KIND, OP, ID, BY_KEY, PACKED, SINGLE)
+        store_tile(y, n, t, u, hu, h, z, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL,
+                   INV, HAS_INIT, BY_KEY, WIDE, OVERLAP)
 
 
 # --- ordered look-back (any operator) -----------------------------------------------------------

@@ -184,6 +184,16 @@ def _scan_exclusive_pairs(key: dict, p: dict) -> bool:
             and not (_scan_exclusive_inverse(key, p) and p["exclusive_inverse"] == 1))
 
 
+def _scan_grid(key: dict, p: dict) -> bool:
+    """blocks_per_sm sets the grid: of reduce-then-scan (mode 1), and of mode 2's
+    blocks that load ahead (load_ahead 1: algorithms/scan.py `loads_ahead`).
+    (Reads load_ahead whatever the mode: the fields an `applies` reads may not
+    depend on their values.)"""
+    ahead = p["load_ahead"] == 1
+    mode = _scan_mode(key, p)
+    return mode == 1 or (mode == 2 and ahead)
+
+
 def _segmented_long(key: dict, p: dict) -> bool:
     """The long kernel and the rows kernel's waves serve well-known operators only
     (not 'arg', not 'user': algorithms/segmented_reduce.py, kind 'known')."""
@@ -245,10 +255,17 @@ SCAN = AlgorithmSchema(
               "as above, or 2: single pass with a decoupled look-back (bit-identical "
               "results whatever it finds, since the operator is exact)",
               grid=(0, 1, 2, 3), applies=lambda key, p: _scan_exact(key)),
+        Param("load_ahead", 0, 1, False,
+              "mode 2: 1: a grid of at most sm_count * blocks_per_sm blocks, each taking "
+              "tiles by ticket until the input ends and loading its next tile (publishing "
+              "that tile's aggregate) before it looks back for the one it holds; 0: one "
+              "tile a block (hand-set: not in the tuner's grid yet)",
+              applies=lambda key, p: _scan_mode(key, p) == 2, tuned=False),
         Param("blocks_per_sm", 1, 32, False,
               "reduce-then-scan: at most sm_count * blocks_per_sm blocks, each scanning a "
-              "contiguous chunk of tiles",
-              grid=_BLOCKS_PER_SM_GRID, applies=lambda key, p: _scan_mode(key, p) == 1),
+              "contiguous chunk of tiles; mode 2 with load_ahead 1: at most sm_count * "
+              "blocks_per_sm blocks, each taking tiles until the input ends",
+              grid=_BLOCKS_PER_SM_GRID, applies=_scan_grid),
         Param("lookback_window", 2, 64, True,
               "modes 2 and 4: status words each look-back step loads and folds (mode 4: "
               "at most 32 are used)",
