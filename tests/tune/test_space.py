@@ -108,16 +108,20 @@ def test_hand_counted_sizes():
 
 
 def test_blocks_per_sm_applies_to_mode_2_loading_ahead():
-    """blocks_per_sm sets mode 1's grid and, with load_ahead 1 (hand-set: not tuned,
-    so the current policy's), mode 2's; load_ahead changes nothing for other modes."""
+    """blocks_per_sm sets mode 1's grid and, with load_ahead 1, mode 2's; load_ahead
+    (tuned) changes nothing for other modes."""
     f = ("exact_mode", "blocks_per_sm")
     i32 = key("scan", "int32")
-    # exact_mode 0, 2, 3 -> 1 each, 1 -> 10 blocks_per_sm values; loading ahead, 2 -> 10 too
+    # load_ahead not searched (the current policy's): exact_mode 0, 2, 3 -> 1 each,
+    # 1 -> 10 blocks_per_sm values; loading ahead, 2 -> 10 too
     assert space_for("scan", i32, SCAN_BASE, fields=f).size() == 1 + 10 + 1 + 1
     assert space_for("scan", i32, dict(SCAN_BASE, load_ahead=1), fields=f).size() == 1 + 10 + 10 + 1
+    # searched: mode 2 -> 1 (one tile a block) + 10 (loading ahead, each grid)
+    f = ("exact_mode", "load_ahead", "blocks_per_sm")
+    assert space_for("scan", i32, SCAN_BASE, fields=f).size() == 1 + 10 + (1 + 10) + 1
     # float add: exact_mode never applies, mode 3 ignores load_ahead
     assert space_for("scan", key("scan"), dict(SCAN_BASE, load_ahead=1), fields=f).size() == 1
-    assert not schema_for("scan").param("load_ahead").tuned
+    assert schema_for("scan").param("load_ahead").tuned
 
 
 def test_full_reduce_space_is_listed_and_counted_alike():

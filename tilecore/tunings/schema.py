@@ -259,8 +259,8 @@ SCAN = AlgorithmSchema(
               "mode 2: 1: a grid of at most sm_count * blocks_per_sm blocks, each taking "
               "tiles by ticket until the input ends and loading its next tile (publishing "
               "that tile's aggregate) before it looks back for the one it holds; 0: one "
-              "tile a block (hand-set: not in the tuner's grid yet)",
-              applies=lambda key, p: _scan_mode(key, p) == 2, tuned=False),
+              "tile a block",
+              applies=lambda key, p: _scan_mode(key, p) == 2),
         Param("blocks_per_sm", 1, 32, False,
               "reduce-then-scan: at most sm_count * blocks_per_sm blocks, each scanning a "
               "contiguous chunk of tiles; mode 2 with load_ahead 1: at most sm_count * "
