@@ -34,6 +34,7 @@ ORDERED = dict(_SMALL, mode=4, exact_mode=4, lookback_window=4)
 # 2: 4, fewer than the tiles from 5 tiles on), each taking tiles until the input ends (run
 # one after another, the first takes every tile, the others one ticket past them each)
 AHEAD = dict(LOOKBACK, load_ahead=1)
+GROUPS_AHEAD = dict(GROUPS, load_ahead=1)     # mode 3 loading ahead, every operator
 MODES = [SINGLE_PASS, REDUCE_THEN_SCAN, LOOKBACK, GROUPS, ORDERED]
 MODE_IDS = ["fenwick", "rts", "lookback", "groups", "ordered"]
 SIZES = [0, 1, 2, 31, 32, 33, TILE - 1, TILE, TILE + 1, 2 * TILE + 5, 3001]
@@ -179,7 +180,8 @@ def test_min_max_float_ignore_nan():
         np.testing.assert_array_equal(y, f.accumulate(x))
 
 
-@pytest.mark.parametrize("mode", MODES + [AHEAD], ids=MODE_IDS + ["lookback-ahead"])
+@pytest.mark.parametrize("mode", MODES + [AHEAD, GROUPS_AHEAD],
+                         ids=MODE_IDS + ["lookback-ahead", "groups-ahead"])
 def test_non_commutative_user_op(mode):
     """Affine maps composed in order: any reordering of the operands changes the result."""
     n = 2000
@@ -786,8 +788,8 @@ def test_load_ahead_in_place_by_key_and_user():
 
 def test_load_ahead_policy_field():
     """load_ahead is 0 or 1, validated as the other fields; in the shipped
-    tables 1 only for sm_90's int32 sums; it changes mode 2 only (other modes
-    launch as without it)."""
+    tables 1 only for sm_90's int32 sums; it changes modes 2 and 3 only (other
+    modes launch as without it)."""
     from tilecore.dispatch.scan_policy import select_scan_policy
     from tilecore.tunings import TuningError
     for cc in (70, 80, 90):
@@ -803,8 +805,84 @@ def test_load_ahead_policy_field():
     from tilecore.algorithms import scan as SC
     from tilecore.dispatch.target import interpreter_target
     from tilecore.language import dtypes as D
-    for mode in (SINGLE_PASS, GROUPS, ORDERED):
+    for mode in (SINGLE_PASS, ORDERED):
         with override_policy("scan", **dict(mode, load_ahead=1)):
             plan = SC._plan(D.int32, D.int32, "add", None, None, False, False, False,
                             interpreter_target())
             assert plan.layout(3001)[1]["grid"] == -(-3001 // TILE)
+
+
+# --- mode 3 loading ahead ------------------------------------------------------------------------
+def groups_launches(monkeypatch):
+    """Record scan_groups' launches (grid, PIPE, the ticket counter after it ran)."""
+    seen = []
+    real = ct.launch
+
+    def spy(stream, grid, kernel, args):
+        real(stream, grid, kernel, args)
+        if kernel.pyfunc is K.scan_groups.pyfunc:
+            seen.append((grid, args[-1], int(args[5][0])))
+    monkeypatch.setattr(ct, "launch", spy)
+    return seen
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_groups_load_ahead_gives_the_same_bits(monkeypatch, n):
+    """Mode 3 loading ahead (a group's last tile publishes the group's aggregate
+    when its block loads it) folds the same operands in the same association as
+    one tile a block: float32 inclusive and exclusive sums and a float64
+    inclusive scan with init are bit-identical to mode 3 without it, close to
+    float64 references, nothing written past num_items; the grid and the
+    tickets as in mode 2."""
+    seen = groups_launches(monkeypatch)
+    x = RNG.standard_normal(n).astype(np.float32)
+    d = RNG.standard_normal(n)
+    for method, arr, args in ((S.inclusive_sum, x, ()), (S.exclusive_sum, x, ()),
+                              (S.inclusive_scan_init, d, ("add", np.float64(0.5)))):
+        got = {}
+        for name, mode in (("groups", GROUPS), ("ahead", GROUPS_AHEAD)):
+            y = np.full(n + 3, 7, arr.dtype)
+            run(method, arr, y, *args, n, mode=mode)
+            np.testing.assert_array_equal(y[n:], 7)                # nothing past num_items
+            got[name] = y[:n]
+        np.testing.assert_array_equal(got["ahead"].view(np.uint8), got["groups"].view(np.uint8))
+    ref = np.cumsum(x.astype(np.float64))
+    y = np.zeros(n, np.float32)
+    run(S.inclusive_sum, x, y, n, mode=GROUPS_AHEAD)
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-3)
+    tiles = -(-n // TILE)
+    ahead = [s for s in seen if s[1]]
+    assert len(ahead) == (4 if tiles > 1 else 0)
+    for grid, pipe, counter in ahead:
+        assert (grid, counter) == ((min(tiles, 4),), tiles + min(tiles, 4))
+
+
+def test_groups_load_ahead_by_key_user_and_in_place():
+    """Mode 3 loading ahead over many groups of tiles: a float sum by key with a
+    run over ~10 tiles, a non-commutative user operator by key, an exclusive
+    float sum in place (bit-identical to mode 3 without it), on grids of 2, 6
+    and more blocks than tiles."""
+    n = 23 * TILE + 9
+    x = RNG.standard_normal(n).astype(np.float32)
+    keys = runs_of(n, 150)
+    keys[300:900] = 77777
+    u = RNG.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    ukeys = RNG.integers(0, 6, n).astype(np.int64)
+    want = {}
+    for blocks_per_sm in (None, 1, 3, 32):
+        m = GROUPS if blocks_per_sm is None else dict(GROUPS_AHEAD, blocks_per_sm=blocks_per_sm)
+        y = np.zeros_like(x)
+        run(S.inclusive_sum_by_key, keys, x, y, n, mode=m)
+        yu = np.zeros_like(u)
+        run(S.inclusive_scan_by_key, ukeys, u, yu, affine, n, same_parity, mode=m)
+        z = x.copy()
+        run(S.exclusive_sum, z, z, n, mode=m)
+        got = (y, yu, z)
+        if blocks_per_sm is None:
+            want = got
+            np.testing.assert_allclose(y, by_key_ref(keys, x.astype(np.float64), operator.add),
+                                       rtol=1e-5, atol=1e-3)
+            np.testing.assert_array_equal(yu, by_key_ref(ukeys % 2, [int(v) for v in u],
+                                                         affine_ref))
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))

@@ -208,6 +208,48 @@ def test_load_ahead(cp, tiles):
         np.testing.assert_array_equal(cp.asnumpy(yu), affine_scan(u))
 
 
+@pytest.mark.parametrize("tiles", [dict(block_threads=256, items_per_thread=32, blocks_per_sm=2),
+                                   dict(block_threads=128, items_per_thread=64, blocks_per_sm=2),
+                                   dict(block_threads=32, items_per_thread=32, blocks_per_sm=8,
+                                        group_tiles=4),
+                                   dict(block_threads=1024, items_per_thread=4, blocks_per_sm=32)],
+                         ids=["256x32", "128x64", "1k-tiles-groups-of-4", "not-resident"])
+def test_groups_load_ahead_same_bits(cp, tiles):
+    """Mode 3 loading ahead, where blocks really race: float32 inclusive and
+    exclusive sums, a float64 sum, a float32 sum by key and a float user
+    operator are bit-identical to mode 3 with one tile a block (same tiles and
+    groups: the same folds in the same association), on three runs each, at
+    sizes from two tiles to 2^25 + 3."""
+    rng = np.random.default_rng(23)
+    tile = tiles["block_threads"] * tiles["items_per_thread"]
+
+    def scans(n, x, d, keys):
+        out = []
+        for method, arr, extra in ((S.inclusive_sum, x, ()), (S.exclusive_sum, x, ()),
+                                   (S.inclusive_sum, d, ()),
+                                   (S.inclusive_scan, x, (lambda a, b: a + b,))):
+            y = cp.zeros(n, arr.dtype)
+            run(cp, method, arr, y, *extra, n)
+            out.append(cp.asnumpy(y).view(np.uint8))
+        y = cp.zeros(n, cp.float32)
+        run(cp, S.inclusive_sum_by_key, keys, x, y, n)
+        out.append(cp.asnumpy(y).view(np.uint8))
+        return out
+
+    for n in (tile + 1, 2**20 + 7, 2**25 + 3):
+        x = cp.asarray(rng.standard_normal(n).astype(np.float32))
+        d = cp.asarray(rng.standard_normal(n))
+        keys = cp.asarray(np.repeat(np.arange(n), rng.integers(1, 3000, n))[:n].astype(np.int32))
+        with override_policy("scan", small_items=0, mode=3, **tiles):
+            want = scans(n, x, d, keys)
+        np.testing.assert_allclose(cp.asnumpy(x).astype(np.float64).cumsum()[-1],
+                                   want[0].view(np.float32)[-1], rtol=1e-4, atol=1e-2)
+        with override_policy("scan", small_items=0, mode=3, load_ahead=1, **tiles):
+            for _ in range(3):
+                for got, w in zip(scans(n, x, d, keys), want):
+                    np.testing.assert_array_equal(got, w)
+
+
 def test_wide_values_float64_and_int64(cp):
     rng = np.random.default_rng(9)
     x = rng.standard_normal(2**22 + 5)

@@ -107,20 +107,22 @@ def test_hand_counted_sizes():
     assert space_for("scan", key("scan"), SCAN_BASE, fields=f).size() == 8
 
 
-def test_blocks_per_sm_applies_to_mode_2_loading_ahead():
-    """blocks_per_sm sets mode 1's grid and, with load_ahead 1, mode 2's; load_ahead
-    (tuned) changes nothing for other modes."""
+def test_blocks_per_sm_applies_to_modes_2_and_3_loading_ahead():
+    """blocks_per_sm sets mode 1's grid and, with load_ahead 1, modes 2 and 3's;
+    load_ahead (tuned) changes nothing for modes 0, 1 and 4."""
     f = ("exact_mode", "blocks_per_sm")
     i32 = key("scan", "int32")
     # load_ahead not searched (the current policy's): exact_mode 0, 2, 3 -> 1 each,
-    # 1 -> 10 blocks_per_sm values; loading ahead, 2 -> 10 too
+    # 1 -> 10 blocks_per_sm values; loading ahead, 2 and 3 -> 10 too
     assert space_for("scan", i32, SCAN_BASE, fields=f).size() == 1 + 10 + 1 + 1
-    assert space_for("scan", i32, dict(SCAN_BASE, load_ahead=1), fields=f).size() == 1 + 10 + 10 + 1
-    # searched: mode 2 -> 1 (one tile a block) + 10 (loading ahead, each grid)
+    assert space_for("scan", i32, dict(SCAN_BASE, load_ahead=1), fields=f).size() == 1 + 10 * 3
+    # searched: modes 2 and 3 -> 1 (one tile a block) + 10 (loading ahead, each grid)
     f = ("exact_mode", "load_ahead", "blocks_per_sm")
-    assert space_for("scan", i32, SCAN_BASE, fields=f).size() == 1 + 10 + (1 + 10) + 1
-    # float add: exact_mode never applies, mode 3 ignores load_ahead
-    assert space_for("scan", key("scan"), dict(SCAN_BASE, load_ahead=1), fields=f).size() == 1
+    assert space_for("scan", i32, SCAN_BASE, fields=f).size() == 1 + 10 + 2 * (1 + 10)
+    # float add: exact_mode never applies; its mode 3 loads ahead or not (mode 4: nothing)
+    assert space_for("scan", key("scan"), SCAN_BASE, fields=f).size() == 1 + 10
+    assert space_for("scan", key("scan", "float32", "user"), dict(SCAN_BASE, mode=4),
+                     fields=f).size() == 1
     assert schema_for("scan").param("load_ahead").tuned
 
 

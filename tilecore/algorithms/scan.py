@@ -166,7 +166,7 @@ class _Plan:
                 words = values = padded + INIT_TILE
             layout.slot(0).alias(D.int64, words)
             layout.slot(1).alias(self.acc, 1 if self.packed else values)
-            # load_ahead (mode 2, several tiles): about the resident blocks, each taking
+            # load_ahead (modes 2 and 3, several tiles): about the resident blocks, each taking
             # tiles until its ticket runs past them (one ticket past them a block, so
             # the counter ends at tiles + grid)
             ahead = facts["ahead"] = self.loads_ahead(tiles)
@@ -182,9 +182,10 @@ class _Plan:
 
     def loads_ahead(self, tiles: int) -> bool:
         """Whether a single-pass scan of `tiles` tiles runs blocks that load ahead
-        (scan_kernels.lookback_ahead): the policy's load_ahead 1, in mode 2, over
-        more than one tile (one tile runs as one block)."""
-        return self.policy.load_ahead == 1 and self.mode == MODE_LOOKBACK and tiles > 1
+        (scan_kernels.lookback_ahead, groups_ahead): the policy's load_ahead 1, in
+        mode 2 or 3, over more than one tile (one tile runs as one block)."""
+        return (self.policy.load_ahead == 1 and self.mode in (MODE_LOOKBACK, MODE_GROUPS)
+                and tiles > 1)
 
     def pairs_for(self, n: int) -> bool:
         """Whether an exclusive scan of n items runs the pair scan: at every size
@@ -533,7 +534,7 @@ def _make_launches(plan: _Plan, n: int, items: int, has_init: bool,
         tail = (facts["P"], tile, size, *common,
                 exclusive and not plan.inv and not plan.pairs_for(n), exclusive, plan.inv,
                 has_init, by_key, in_place, plan.packed, wide, single)
-        if mode == MODE_LOOKBACK:
+        if mode in (MODE_LOOKBACK, MODE_GROUPS):
             tail += (facts["ahead"],)               # PIPE: load ahead
     steps += (_Step((facts["grid"],), plan.kernel(facts["threads"]), _ALL, tail),)
     return _Launches(n, in_place, by_key, aliases, steps)

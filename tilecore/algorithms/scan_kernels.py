@@ -841,30 +841,42 @@ def scan_ordered(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constan
 
 
 # --- two-level look-back over aligned groups (any operator) ------------------------------------
-@ct.kernel
-def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant[int],
-                GROUP: ct.Constant[int], ACC: ct.Constant, KIND: ct.Constant[str],
-                OP: ct.Constant, ID: ct.Constant, EQ: ct.Constant, HAS_EQ: ct.Constant[bool],
-                SHIFT: ct.Constant[bool], EXCL: ct.Constant[bool], INV: ct.Constant[bool],
-                HAS_INIT: ct.Constant[bool], BY_KEY: ct.Constant[bool],
-                IN_PLACE: ct.Constant[bool], PACKED: ct.Constant[bool],
-                WIDE: ct.Constant[bool], SINGLE: ct.Constant[bool]):
-    """Mode 3: the single-pass scan with a two-level look-back (module
-    docstring). Tile t = k*GROUP + j publishes its aggregate A[t] in status[t]
-    (vals[t]); the group's last tile publishes the group's aggregate
-    Ag(k) = fold(A[kG .. kG+G-1]) in status[P + k] (vals[P + k]) as soon as its
-    group's aggregates are in, waiting for nothing else. Tile t's exclusive
-    prefix is fold(Ag(0 .. k-1)) (+) fold(A[kG .. t-1]): one load of GROUPS
-    group words and one of the group's GROUP words, each folded by one
-    fixed-shape masked reduction. No tile waits for another tile's prefix (no
-    chain): only for the aggregates before it, as in the decoupled look-back."""
-    # the tile's own scan overlaps the look-back (prefix applied to every lane after it)
-    # for well-known operators and, unshifted, for user ones: not by key, where heads cut
-    # the prefix off, nor for a shifted user tile, whose free lane 0 has no identity to hold
-    OVERLAP = not BY_KEY and (KIND != "user" or not SHIFT)
-    t = ticket(counter, SINGLE)
-    u, hu, h, a_ok, a_head, agg = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ,
-                                             HAS_EQ, SHIFT, BY_KEY, IN_PLACE, WIDE)
+@ct.function
+def group_values(status, vals, k, words, need, GROUP, ACC, PACKED):
+    """Group k's status words, reloaded until the lanes in `need` are published,
+    and their values."""
+    while ct.min(ct.where(need, (words >> 32) & READY, 1), 0, keepdims=True).item() != 1:
+        words = load_words(status, k, GROUP, PACKED)
+    if PACKED:
+        v = from_bits(words, ACC)
+    else:
+        v = ct.load(vals, (k,), (GROUP,))
+    return words, v
+
+
+@ct.function
+def publish_group(status, vals, P, k, v, hd, a_head, GROUP, KIND, OP, ID, ACC, BY_KEY,
+                  PACKED):
+    """Publish Ag(k), group k's aggregates v folded in order (heads hd; the
+    group's last tile's own aggregate in the last lane), in status[P + k]
+    (vals[P + k])."""
+    if KIND != "user" and not BY_KEY:
+        publish_at(status, P + k, vals, P + k, flags_of(a_head), fold_known(v, KIND, ID, ACC),
+                   ACC, PACKED)
+    else:
+        _, f_head, f_val = fold_parts(ct.full((GROUP,), 1, ct.int32), hd, v, KIND, OP, ACC,
+                                      BY_KEY)
+        publish_at(status, P + k, vals, P + k, flags_of(f_head), f_val, ACC, PACKED)
+
+
+@ct.function
+def groups_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, GROUP, ACC, KIND,
+                OP, ID, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, PACKED, WIDE, SINGLE, OVERLAP,
+                PUBLISH):
+    """Tile t of mode 3 after its load (and its aggregate's publication): find
+    its exclusive prefix fold(Ag(0 .. k-1)) (+) fold(A[kG .. t-1]) and store the
+    scanned tile; with PUBLISH a group's last tile publishes Ag(k) on the way
+    (without, its block did when it loaded the tile: groups_ahead)."""
     p_ok = ct.zeros((1,), ct.int32)
     p_head = ct.zeros((1,), ct.int32)
     p_val = agg
@@ -873,8 +885,6 @@ def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant
     words = ct.zeros((GROUP,), ct.int64)
     gwords = ct.zeros((GROUPS,), ct.int64)
     if not SINGLE:
-        if j != GROUP - 1:   # the group's last tile's aggregate is read by nobody
-            publish_at(status, t, vals, t, flags_of(a_head), agg, ACC, PACKED)
         words = load_words(status, k, GROUP, PACKED)     # in flight while the tile is scanned
     z = u
     if OVERLAP:
@@ -884,30 +894,23 @@ def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant
         lane = ct.arange(GROUP, dtype=ct.int32)
         last = j == GROUP - 1
         need = lane < j
-        while ct.min(ct.where(need, (words >> 32) & READY, 1), 0, keepdims=True).item() != 1:
-            words = load_words(status, k, GROUP, PACKED)
-        if PACKED:
-            v = from_bits(words, ACC)
-        else:
-            v = ct.load(vals, (k,), (GROUP,))
+        words, v = group_values(status, vals, k, words, need, GROUP, ACC, PACKED)
         own = lane == j
         v = ct.where(own, agg, v)
         known = KIND != "user" and not BY_KEY
+        hd = ct.zeros((GROUP,), ct.int32)
+        if not known:
+            hd = ct.where(own, a_head, ct.astype(((words >> 32) & HEAD) >> 1, ct.int32))
+        if PUBLISH and last:   # the whole group (this tile's aggregate in the last lane)
+            publish_group(status, vals, P, k, v, hd, a_head, GROUP, KIND, OP, ID, ACC, BY_KEY,
+                          PACKED)
         if known:
             # well-known operators not by key: masked lanes hold the identity (a fixed
             # tree over the lanes either way, so the association depends on j alone)
-            if last:   # the whole group (this tile's aggregate in the last lane)
-                publish_at(status, P + k, vals, P + k, flags_of(a_head),
-                           fold_known(v, KIND, ID, ACC), ACC, PACKED)
             e_ok = ct.where(j > 0, ct.full((1,), 1, ct.int32), 0)
             e_head = ct.zeros((1,), ct.int32)
             e_val = fold_known(ct.where(need, v, ID), KIND, ID, ACC)
         else:
-            hd = ct.where(own, a_head, ct.astype(((words >> 32) & HEAD) >> 1, ct.int32))
-            if last:   # the whole group (this tile's aggregate in the last lane)
-                _, f_head, f_val = fold_parts(ct.full((GROUP,), 1, ct.int32), hd, v, KIND, OP,
-                                              ACC, BY_KEY)
-                publish_at(status, P + k, vals, P + k, flags_of(f_head), f_val, ACC, PACKED)
             e_ok, e_head, e_val = fold_parts(ct.where(need, 1, 0), ct.where(need, hd, 0), v,
                                              KIND, OP, ACC, BY_KEY)
         glane = ct.arange(GROUPS, dtype=ct.int32)
@@ -931,6 +934,108 @@ def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant
                                    BY_KEY)
     store_tile(y, n, t, u, hu, h, z, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL, INV,
                HAS_INIT, BY_KEY, WIDE, OVERLAP)
+
+
+@ct.function
+def groups_begin(x, keys, y, n, t, tiles, status, vals, P, u, hu, h, a_head, agg, TILE, GROUP,
+                 ACC, KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, PACKED, WIDE):
+    """Tile t of a mode-3 block that loads ahead (groups_ahead): a tile of the
+    input is loaded and published at once, its aggregate, or for a group's last
+    tile the group's aggregate, as soon as the group's other aggregates are in
+    (published by blocks as they load them: this waits for nothing else). The
+    ticket past the tiles loads nothing and returns the parts given as they are."""
+    if t < tiles:
+        u, hu, h, a_ok, a_head, agg = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID,
+                                                 EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, WIDE)
+        k = t // GROUP
+        j = t - k * GROUP
+        if j != GROUP - 1:
+            publish_at(status, t, vals, t, flags_of(a_head), agg, ACC, PACKED)
+        else:
+            lane = ct.arange(GROUP, dtype=ct.int32)
+            words, v = group_values(status, vals, k, load_words(status, k, GROUP, PACKED),
+                                    lane < j, GROUP, ACC, PACKED)
+            own = lane == j
+            hd = ct.where(own, a_head, ct.astype(((words >> 32) & HEAD) >> 1, ct.int32))
+            publish_group(status, vals, P, k, ct.where(own, agg, v), hd, a_head, GROUP, KIND,
+                          OP, ID, ACC, BY_KEY, PACKED)
+    return u, hu, h, a_head, agg
+
+
+@ct.function
+def groups_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, GROUP, ACC, KIND, OP, ID,
+                 EQ, HAS_EQ, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, IN_PLACE, PACKED, WIDE,
+                 OVERLAP):
+    """Mode 3 loading ahead (scan_groups' PIPE), as lookback_ahead: a grid of
+    about the resident blocks, each taking tiles by ticket until its ticket
+    runs past the tiles, loading its next tile and publishing what that tile
+    publishes (groups_begin) before it finds the prefix of the one it holds.
+    Deterministic as without it: every fold's operands and association are
+    functions of tile numbers. A group aggregate waits only for aggregates of
+    the group's smaller tiles, which blocks publish as they load them, and a
+    look-back only for aggregates and group aggregates of smaller tiles: no
+    deadlock, resident or not."""
+    tiles = (n - 1) // TILE + 1
+    t = ticket(counter, False)
+    u, hu, h, a_head, agg = groups_begin(
+        x, keys, y, n, t, tiles, status, vals, P, ct.zeros((TILE,), ACC),
+        ct.zeros((TILE,), ct.int32), ct.zeros((TILE,), ct.int32), ct.zeros((1,), ct.int32),
+        ct.full((1,), ID, ACC), TILE, GROUP, ACC, KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY,
+        IN_PLACE, PACKED, WIDE)
+    while t < tiles:
+        t_next = ticket(counter, False)
+        u_next, hu_next, h_next, head_next, agg_next = groups_begin(
+            x, keys, y, n, t_next, tiles, status, vals, P, u, hu, h, a_head, agg, TILE, GROUP,
+            ACC, KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, PACKED, WIDE)
+        groups_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, GROUP, ACC,
+                    KIND, OP, ID, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, PACKED, WIDE, False,
+                    OVERLAP, False)
+        t = t_next
+        u = u_next
+        hu = hu_next
+        h = h_next
+        a_head = head_next
+        agg = agg_next
+
+
+@ct.kernel
+def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant[int],
+                GROUP: ct.Constant[int], ACC: ct.Constant, KIND: ct.Constant[str],
+                OP: ct.Constant, ID: ct.Constant, EQ: ct.Constant, HAS_EQ: ct.Constant[bool],
+                SHIFT: ct.Constant[bool], EXCL: ct.Constant[bool], INV: ct.Constant[bool],
+                HAS_INIT: ct.Constant[bool], BY_KEY: ct.Constant[bool],
+                IN_PLACE: ct.Constant[bool], PACKED: ct.Constant[bool],
+                WIDE: ct.Constant[bool], SINGLE: ct.Constant[bool], PIPE: ct.Constant[bool]):
+    """Mode 3: the single-pass scan with a two-level look-back (module
+    docstring). Tile t = k*GROUP + j publishes its aggregate A[t] in status[t]
+    (vals[t]); the group's last tile publishes the group's aggregate
+    Ag(k) = fold(A[kG .. kG+G-1]) in status[P + k] (vals[P + k]) as soon as its
+    group's aggregates are in, waiting for nothing else. Tile t's exclusive
+    prefix is fold(Ag(0 .. k-1)) (+) fold(A[kG .. t-1]): one load of GROUPS
+    group words and one of the group's GROUP words, each folded by one
+    fixed-shape masked reduction. No tile waits for another tile's prefix (no
+    chain): only for the aggregates before it, as in the decoupled look-back.
+    With PIPE (the policy's load_ahead), blocks take tiles until the input
+    ends, loading the next (and publishing its aggregate, or its group's)
+    before they look back for the one they hold (groups_ahead)."""
+    # the tile's own scan overlaps the look-back (prefix applied to every lane after it)
+    # for well-known operators and, unshifted, for user ones: not by key, where heads cut
+    # the prefix off, nor for a shifted user tile, whose free lane 0 has no identity to hold
+    OVERLAP = not BY_KEY and (KIND != "user" or not SHIFT)
+    if PIPE and not SINGLE:
+        groups_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, GROUP, ACC, KIND,
+                     OP, ID, EQ, HAS_EQ, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, IN_PLACE, PACKED,
+                     WIDE, OVERLAP)
+    else:
+        t = ticket(counter, SINGLE)
+        u, hu, h, a_ok, a_head, agg = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ,
+                                                 HAS_EQ, SHIFT, BY_KEY, IN_PLACE, WIDE)
+        if not SINGLE:
+            if t - (t // GROUP) * GROUP != GROUP - 1:   # a group's last aggregate: read by
+                publish_at(status, t, vals, t, flags_of(a_head), agg, ACC, PACKED)   # nobody
+        groups_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, GROUP, ACC,
+                    KIND, OP, ID, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, PACKED, WIDE, SINGLE,
+                    OVERLAP, True)
 
 
 # --- one launch for small inputs ----------------------------------------------------------------

@@ -14,10 +14,10 @@ integer add/mul/and/or/xor and min/max of any dtype, by key too):
 4 decoupled look-back folded left to right from the newest complete prefix
 (any operator: a left fold from any earlier inclusive prefix is the same bits).
 All are deterministic for the operators they run (scan_kernels.py).
-Mode 2 with `load_ahead` 1 runs about the resident blocks (at most sm_count *
+Modes 2 and 3 with `load_ahead` 1 run about the resident blocks (at most sm_count *
 blocks_per_sm), each taking tiles until the input ends and loading its next
 tile (publishing that tile's aggregate) before it looks back for the one it
-holds (scan_kernels.lookback_ahead); 0: one tile a block.
+holds (scan_kernels.lookback_ahead, groups_ahead); 0: one tile a block.
 Inputs of at most `one_launch_max_items` items, not in place (by key too),
 run in one launch of scan_recompute (its own tile: one_launch_block_threads x
 one_launch_items_per_thread), whose blocks fold the items before their tiles
@@ -52,7 +52,7 @@ class ScanPolicy:
     exclusive_inverse: int = 0          # modes 2/3: exclusive integer add/xor as incl. - item
     exclusive_pairs: int = 0            # modes 2/3: exclusive well-known op as a pair scan
                                         # (1: every size; 2: above small_items only)
-    load_ahead: int = 0                 # mode 2: 1: blocks take tiles until the input ends,
+    load_ahead: int = 0                 # modes 2, 3: 1: blocks take tiles until the input ends,
                                         # loading the next before looking back
     one_launch_max_items: int = 0       # num_items <= this: one launch (see one_launch)
     one_launch_block_threads: int = 512 # its tile: these threads times

@@ -191,7 +191,7 @@ def _scan_grid(key: dict, p: dict) -> bool:
     depend on their values.)"""
     ahead = p["load_ahead"] == 1
     mode = _scan_mode(key, p)
-    return mode == 1 or (mode == 2 and ahead)
+    return mode == 1 or (mode in (2, 3) and ahead)
 
 
 def _segmented_long(key: dict, p: dict) -> bool:
@@ -256,14 +256,14 @@ SCAN = AlgorithmSchema(
               "results whatever it finds, since the operator is exact)",
               grid=(0, 1, 2, 3), applies=lambda key, p: _scan_exact(key)),
         Param("load_ahead", 0, 1, False,
-              "mode 2: 1: a grid of at most sm_count * blocks_per_sm blocks, each taking "
+              "modes 2 and 3: 1: a grid of at most sm_count * blocks_per_sm blocks, each taking "
               "tiles by ticket until the input ends and loading its next tile (publishing "
               "that tile's aggregate) before it looks back for the one it holds; 0: one "
               "tile a block",
-              applies=lambda key, p: _scan_mode(key, p) == 2),
+              applies=lambda key, p: _scan_mode(key, p) in (2, 3)),
         Param("blocks_per_sm", 1, 32, False,
               "reduce-then-scan: at most sm_count * blocks_per_sm blocks, each scanning a "
-              "contiguous chunk of tiles; mode 2 with load_ahead 1: at most sm_count * "
+              "contiguous chunk of tiles; modes 2 and 3 with load_ahead 1: at most sm_count * "
               "blocks_per_sm blocks, each taking tiles until the input ends",
               grid=_BLOCKS_PER_SM_GRID, applies=_scan_grid),
         Param("lookback_window", 2, 64, True,
