@@ -684,14 +684,15 @@ def test_one_launch_recomputes_the_prefix(monkeypatch, mode):
 
 
 # --- mode 2 loading ahead (load_ahead) -----------------------------------------------------------
-def lookback_launches(monkeypatch):
-    """Record scan_lookback's launches (grid, PIPE, the ticket counter after it ran)."""
+def launches_of(monkeypatch, single_pass_kernel):
+    """Record the launches of scan_lookback or scan_groups (grid, PIPE, the ticket
+    counter after it ran)."""
     seen = []
     real = ct.launch
 
     def spy(stream, grid, kernel, args):
         real(stream, grid, kernel, args)
-        if kernel.pyfunc is K.scan_lookback.pyfunc:
+        if kernel.pyfunc is single_pass_kernel.pyfunc:
             seen.append((grid, args[-1], int(args[5][0])))
     monkeypatch.setattr(ct, "launch", spy)
     return seen
@@ -705,7 +706,7 @@ def test_load_ahead_sizes(monkeypatch, n):
     grid is min(tiles, sm_count * blocks_per_sm) blocks loading ahead, and each
     takes one ticket past the tiles (the counter ends at tiles + grid); one
     tile runs as one block, as without load_ahead."""
-    seen = lookback_launches(monkeypatch)
+    seen = launches_of(monkeypatch, K.scan_lookback)
     x = small_ints(np.int32, n)
     c = np.cumsum(x, dtype=np.int32)
     excl = np.concatenate([[0], c[:-1]])[:n].astype(np.int32)
@@ -733,7 +734,7 @@ def test_load_ahead_sizes(monkeypatch, n):
 def test_load_ahead_grids(monkeypatch, blocks_per_sm):
     """Grids of 2 and 6 blocks for 10 tiles, and of every tile (10 of 64): same
     results; each block takes exactly one ticket past the tiles."""
-    seen = lookback_launches(monkeypatch)
+    seen = launches_of(monkeypatch, K.scan_lookback)
     n = 9 * TILE + 7
     m = dict(AHEAD, blocks_per_sm=blocks_per_sm)
     x = small_ints(np.int32, n)
@@ -813,19 +814,6 @@ def test_load_ahead_policy_field():
 
 
 # --- mode 3 loading ahead ------------------------------------------------------------------------
-def groups_launches(monkeypatch):
-    """Record scan_groups' launches (grid, PIPE, the ticket counter after it ran)."""
-    seen = []
-    real = ct.launch
-
-    def spy(stream, grid, kernel, args):
-        real(stream, grid, kernel, args)
-        if kernel.pyfunc is K.scan_groups.pyfunc:
-            seen.append((grid, args[-1], int(args[5][0])))
-    monkeypatch.setattr(ct, "launch", spy)
-    return seen
-
-
 @pytest.mark.parametrize("n", SIZES)
 def test_groups_load_ahead_gives_the_same_bits(monkeypatch, n):
     """Mode 3 loading ahead (a group's last tile publishes the group's aggregate
@@ -834,7 +822,7 @@ def test_groups_load_ahead_gives_the_same_bits(monkeypatch, n):
     inclusive scan with init are bit-identical to mode 3 without it, close to
     float64 references, nothing written past num_items; the grid and the
     tickets as in mode 2."""
-    seen = groups_launches(monkeypatch)
+    seen = launches_of(monkeypatch, K.scan_groups)
     x = RNG.standard_normal(n).astype(np.float32)
     d = RNG.standard_normal(n)
     for method, arr, args in ((S.inclusive_sum, x, ()), (S.exclusive_sum, x, ()),

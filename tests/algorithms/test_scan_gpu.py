@@ -29,6 +29,14 @@ def affine(p, q):
         (((q >> 16) * (p & 0xFFFF) + (q & 0xFFFF)) & 0xFFFF)
 
 
+def sums_by_key(keys, v):
+    """The inclusive sums of v by runs of equal keys, in v's dtype (wrapping)."""
+    c = np.cumsum(v, dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+    base = np.repeat(c[starts] - v[starts], np.diff(np.concatenate([starts, [v.size]])))
+    return (c - base).astype(v.dtype)
+
+
 def affine_scan(x):
     """The inclusive scan of uint32 x under `affine`, composed in order, vectorized
     by doubling (a NumPy Hillis-Steele scan)."""
@@ -198,10 +206,7 @@ def test_load_ahead(cp, tiles):
         v = rng.integers(-100, 100, n).astype(np.int32)
         z = cp.asarray(v)
         run(cp, S.inclusive_sum_by_key, cp.asarray(keys), z, z, n)
-        cv = np.cumsum(v, dtype=np.int64)
-        starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
-        base = np.repeat(cv[starts] - v[starts], np.diff(np.concatenate([starts, [n]])))
-        np.testing.assert_array_equal(cp.asnumpy(z), (cv - base).astype(np.int32))
+        np.testing.assert_array_equal(cp.asnumpy(z), sums_by_key(keys, v))
         u = rng.integers(0, 2**32, 2**21 + 9, dtype=np.uint64).astype(np.uint32)
         yu = cp.zeros(u.size, cp.uint32)
         run(cp, S.inclusive_scan, cp.asarray(u), yu, affine, u.size)
@@ -276,10 +281,7 @@ def test_by_key_and_in_place(cp):
     v = rng.integers(-100, 100, n).astype(np.int32)
     z = cp.asarray(v)
     run(cp, S.inclusive_sum_by_key, cp.asarray(keys), z, z, n)
-    c = np.cumsum(v, dtype=np.int64)
-    starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
-    base = np.repeat(c[starts] - v[starts], np.diff(np.concatenate([starts, [n]])))
-    np.testing.assert_array_equal(cp.asnumpy(z), (c - base).astype(np.int32))
+    np.testing.assert_array_equal(cp.asnumpy(z), sums_by_key(keys, v))
 
 
 def test_2_pow_31_plus_5_items(cp):

@@ -182,8 +182,8 @@ class _Plan:
 
     def loads_ahead(self, tiles: int) -> bool:
         """Whether a single-pass scan of `tiles` tiles runs blocks that load ahead
-        (scan_kernels.lookback_ahead, groups_ahead): the policy's load_ahead 1, in
-        mode 2 or 3, over more than one tile (one tile runs as one block)."""
+        (scan_kernels.scan_ahead): the policy's load_ahead 1, in mode 2 or 3, over
+        more than one tile (one tile runs as one block)."""
         return (self.policy.load_ahead == 1 and self.mode in (MODE_LOOKBACK, MODE_GROUPS)
                 and tiles > 1)
 

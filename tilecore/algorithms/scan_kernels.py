@@ -31,7 +31,7 @@ every association gives the same bits):
   association depends on timing: the policy refuses it for other operators.
   With PIPE (the policy's load_ahead) a grid of about the resident blocks
   takes tiles until the input ends, each block loading its next tile and
-  publishing that tile's aggregate before it looks back (`lookback_ahead`).
+  publishing that tile's aggregate before it looks back (`scan_ahead`).
 - `scan_ordered` (mode 4, any operator): the decoupled look-back folded left
   to right (ct.reduce(sequential=True)) from the newest complete prefix in
   the window holding tile t-1: the left fold of the aggregates from any
@@ -655,7 +655,7 @@ def prefix_lookback(t, w, words, status, vals, P, a_head, agg, WINDOW, ACC, KIND
 @ct.function
 def tile_ahead(x, keys, y, n, t, tiles, status, vals, P, u, hu, h, a_head, agg, TILE, ACC,
                KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, PACKED, WIDE):
-    """Tile t of a block that loads ahead (lookback_ahead): a tile of the input
+    """Tile t of a block that loads ahead (scan_ahead): a tile of the input
     (t < tiles) is loaded (tile_parts) and its aggregate published at once; the
     ticket past the tiles that ends the block loads nothing (no index past the
     input is formed: 32-bit offsets stay below num_items) and returns the parts
@@ -668,49 +668,21 @@ def tile_ahead(x, keys, y, n, t, tiles, status, vals, P, u, hu, h, a_head, agg, 
 
 
 @ct.function
-def lookback_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, WINDOW, ACC, KIND, OP,
-                   ID, EQ, HAS_EQ, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, IN_PLACE, PACKED, WIDE,
-                   OVERLAP):
-    """Mode 2 loading ahead (scan_lookback's PIPE; as examples/lookback_scan.py):
-    a grid of about the resident blocks, each taking tiles by ticket until its
-    ticket runs past the tiles (each block takes exactly one such ticket, which
-    ends it). A block loads its next tile and publishes that tile's aggregate
-    before it looks back for the tile it holds, then publishes that tile's
-    inclusive prefix and stores it: memory stays busy while it waits, and its
-    predecessors have long published their aggregates by the time it looks
-    (one tile a block moves in waves behind the slowest load before it). No
-    aggregate waits for a look-back, and a look-back waits only for aggregates
-    of smaller tiles, taken by running blocks: no deadlock, resident or not.
-    (Never SINGLE: the host loads ahead only over several tiles.)"""
-    tiles = (n - 1) // TILE + 1
-    t = ticket(counter, False)
-    u, hu, h, a_head, agg = tile_ahead(
-        x, keys, y, n, t, tiles, status, vals, P, ct.zeros((TILE,), ACC),
-        ct.zeros((TILE,), ct.int32), ct.zeros((TILE,), ct.int32), ct.zeros((1,), ct.int32),
-        ct.full((1,), ID, ACC), TILE, ACC, KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE,
-        PACKED, WIDE)
-    while t < tiles:
-        # the next tile first: loaded, and its aggregate published, before this one's
-        # look-back (a past-the-end ticket keeps this tile's parts: unused)
-        t_next = ticket(counter, False)
-        u_next, hu_next, h_next, head_next, agg_next = tile_ahead(
-            x, keys, y, n, t_next, tiles, status, vals, P, u, hu, h, a_head, agg, TILE, ACC,
-            KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, PACKED, WIDE)
-        w = ct.maximum(t - 1, 0) // WINDOW
-        words = load_words(status, w, WINDOW, PACKED)   # in flight while the tile is scanned
-        z = u
-        if OVERLAP:
-            z = local_scan(u, TILE, KIND, OP, ID, ACC, EXCL and not SHIFT and not INV)
-        p_ok, p_head, p_val = prefix_lookback(t, w, words, status, vals, P, a_head, agg, WINDOW,
-                                              ACC, KIND, OP, ID, BY_KEY, PACKED, False)
-        store_tile(y, n, t, u, hu, h, z, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL,
-                   INV, HAS_INIT, BY_KEY, WIDE, OVERLAP)
-        t = t_next
-        u = u_next
-        hu = hu_next
-        h = h_next
-        a_head = head_next
-        agg = agg_next
+def lookback_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, WINDOW, ACC, KIND,
+                  OP, ID, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, PACKED, WIDE, OVERLAP):
+    """Tile t of a mode-2 block that loads ahead (scan_ahead), after its load and
+    its aggregate's publication: issue the load of the window holding tile t-1,
+    scan the tile while it is in flight (OVERLAP), look back, publish the
+    tile's inclusive prefix and store the scanned tile."""
+    w = ct.maximum(t - 1, 0) // WINDOW
+    words = load_words(status, w, WINDOW, PACKED)   # in flight while the tile is scanned
+    z = u
+    if OVERLAP:
+        z = local_scan(u, TILE, KIND, OP, ID, ACC, EXCL and not SHIFT and not INV)
+    p_ok, p_head, p_val = prefix_lookback(t, w, words, status, vals, P, a_head, agg, WINDOW,
+                                          ACC, KIND, OP, ID, BY_KEY, PACKED, False)
+    store_tile(y, n, t, u, hu, h, z, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL,
+               INV, HAS_INIT, BY_KEY, WIDE, OVERLAP)
 
 
 @ct.kernel
@@ -730,14 +702,14 @@ def scan_lookback(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Consta
     HEAD), and publishes its inclusive prefix. Wide values: aggregates in
     vals[t], prefixes in vals[P + t]. One tile a block; with PIPE (the policy's
     load_ahead), blocks take tiles until the input ends, loading the next before
-    looking back (lookback_ahead)."""
+    looking back (scan_ahead)."""
     # the tile's own scan overlaps the look-back as in scan_groups (user operators too,
     # when their tile is not shifted)
     OVERLAP = not BY_KEY and (KIND != "user" or not SHIFT)
     if PIPE and not SINGLE:
-        lookback_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, WINDOW, ACC, KIND,
-                       OP, ID, EQ, HAS_EQ, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, IN_PLACE, PACKED,
-                       WIDE, OVERLAP)
+        scan_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, WINDOW, ACC, KIND, OP,
+                   ID, EQ, HAS_EQ, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, IN_PLACE, PACKED, WIDE,
+                   OVERLAP, 2)
     else:
         t, u, hu, h, a_head, agg, w, words, z = lookback_start(
             x, keys, y, n, counter, status, vals, P, TILE, WINDOW, ACC, KIND, OP, ID, EQ,
@@ -876,7 +848,7 @@ def groups_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, GRO
     """Tile t of mode 3 after its load (and its aggregate's publication): find
     its exclusive prefix fold(Ag(0 .. k-1)) (+) fold(A[kG .. t-1]) and store the
     scanned tile; with PUBLISH a group's last tile publishes Ag(k) on the way
-    (without, its block did when it loaded the tile: groups_ahead)."""
+    (without, its block did when it loaded the tile: scan_ahead)."""
     p_ok = ct.zeros((1,), ct.int32)
     p_head = ct.zeros((1,), ct.int32)
     p_val = agg
@@ -939,7 +911,7 @@ def groups_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, GRO
 @ct.function
 def groups_begin(x, keys, y, n, t, tiles, status, vals, P, u, hu, h, a_head, agg, TILE, GROUP,
                  ACC, KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, PACKED, WIDE):
-    """Tile t of a mode-3 block that loads ahead (groups_ahead): a tile of the
+    """Tile t of a mode-3 block that loads ahead (scan_ahead): a tile of the
     input is loaded and published at once, its aggregate, or for a group's last
     tile the group's aggregate, as soon as the group's other aggregates are in
     (published by blocks as they load them: this waits for nothing else). The
@@ -962,40 +934,67 @@ def groups_begin(x, keys, y, n, t, tiles, status, vals, P, u, hu, h, a_head, agg
     return u, hu, h, a_head, agg
 
 
+# --- blocks that load ahead (modes 2 and 3) -----------------------------------------------------
 @ct.function
-def groups_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, GROUP, ACC, KIND, OP, ID,
-                 EQ, HAS_EQ, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, IN_PLACE, PACKED, WIDE,
-                 OVERLAP):
-    """Mode 3 loading ahead (scan_groups' PIPE), as lookback_ahead: a grid of
-    about the resident blocks, each taking tiles by ticket until its ticket
-    runs past the tiles, loading its next tile and publishing what that tile
-    publishes (groups_begin) before it finds the prefix of the one it holds.
-    Deterministic as without it: every fold's operands and association are
-    functions of tile numbers. A group aggregate waits only for aggregates of
-    the group's smaller tiles, which blocks publish as they load them, and a
-    look-back only for aggregates and group aggregates of smaller tiles: no
-    deadlock, resident or not."""
+def scan_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, SIZE, ACC, KIND, OP, ID, EQ,
+               HAS_EQ, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, IN_PLACE, PACKED, WIDE, OVERLAP, MODE):
+    """The PIPE of scan_lookback (MODE 2, SIZE: its window) and scan_groups (MODE
+    3, SIZE: its group), as examples/lookback_scan.py: a grid of about the
+    resident blocks, each taking tiles by ticket until its ticket runs past the
+    tiles (each block takes exactly one such ticket, which ends it). A block
+    loads its next tile and publishes what that tile publishes (tile_ahead,
+    groups_begin) before it finds the prefix of the tile it holds and stores
+    it (lookback_rest, groups_rest): memory stays busy while it waits, and its
+    predecessors have long published their aggregates by the time it looks
+    (one tile a block moves in waves behind the slowest load before it). No
+    aggregate waits for a look-back (mode 3: a group's aggregate waits only for
+    the group's tile aggregates), and a look-back waits only for what smaller
+    tiles publish, taken by running blocks: no deadlock, resident or not. Mode
+    3 folds what it folds without PIPE, in the same association: the same bits.
+    (Never SINGLE: the host loads ahead only over several tiles.)"""
     tiles = (n - 1) // TILE + 1
     t = ticket(counter, False)
-    u, hu, h, a_head, agg = groups_begin(
+    u, hu, h, a_head, agg = begin_ahead(
         x, keys, y, n, t, tiles, status, vals, P, ct.zeros((TILE,), ACC),
         ct.zeros((TILE,), ct.int32), ct.zeros((TILE,), ct.int32), ct.zeros((1,), ct.int32),
-        ct.full((1,), ID, ACC), TILE, GROUP, ACC, KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY,
-        IN_PLACE, PACKED, WIDE)
+        ct.full((1,), ID, ACC), TILE, SIZE, ACC, KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY,
+        IN_PLACE, PACKED, WIDE, MODE)
     while t < tiles:
+        # the next tile first: loaded, and what it publishes published, before this one's
+        # prefix (a past-the-end ticket keeps this tile's parts: unused)
         t_next = ticket(counter, False)
-        u_next, hu_next, h_next, head_next, agg_next = groups_begin(
-            x, keys, y, n, t_next, tiles, status, vals, P, u, hu, h, a_head, agg, TILE, GROUP,
-            ACC, KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, PACKED, WIDE)
-        groups_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, GROUP, ACC,
-                    KIND, OP, ID, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, PACKED, WIDE, False,
-                    OVERLAP, False)
+        u_next, hu_next, h_next, head_next, agg_next = begin_ahead(
+            x, keys, y, n, t_next, tiles, status, vals, P, u, hu, h, a_head, agg, TILE, SIZE,
+            ACC, KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, PACKED, WIDE, MODE)
+        if MODE == 2:
+            lookback_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, SIZE, ACC,
+                          KIND, OP, ID, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, PACKED, WIDE,
+                          OVERLAP)
+        else:
+            groups_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, SIZE, ACC,
+                        KIND, OP, ID, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, PACKED, WIDE, False,
+                        OVERLAP, False)
         t = t_next
         u = u_next
         hu = hu_next
         h = h_next
         a_head = head_next
         agg = agg_next
+
+
+@ct.function
+def begin_ahead(x, keys, y, n, t, tiles, status, vals, P, u, hu, h, a_head, agg, TILE, SIZE, ACC,
+                KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, PACKED, WIDE, MODE):
+    """Tile t's load and publication in scan_ahead: tile_ahead (MODE 2) or
+    groups_begin (MODE 3)."""
+    if MODE == 2:
+        return tile_ahead(x, keys, y, n, t, tiles, status, vals, P, u, hu, h, a_head, agg,
+                          TILE, ACC, KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, PACKED,
+                          WIDE)
+    else:
+        return groups_begin(x, keys, y, n, t, tiles, status, vals, P, u, hu, h, a_head, agg,
+                            TILE, SIZE, ACC, KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE,
+                            PACKED, WIDE)
 
 
 @ct.kernel
@@ -1017,15 +1016,15 @@ def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant
     chain): only for the aggregates before it, as in the decoupled look-back.
     With PIPE (the policy's load_ahead), blocks take tiles until the input
     ends, loading the next (and publishing its aggregate, or its group's)
-    before they look back for the one they hold (groups_ahead)."""
+    before they look back for the one they hold (scan_ahead)."""
     # the tile's own scan overlaps the look-back (prefix applied to every lane after it)
     # for well-known operators and, unshifted, for user ones: not by key, where heads cut
     # the prefix off, nor for a shifted user tile, whose free lane 0 has no identity to hold
     OVERLAP = not BY_KEY and (KIND != "user" or not SHIFT)
     if PIPE and not SINGLE:
-        groups_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, GROUP, ACC, KIND,
-                     OP, ID, EQ, HAS_EQ, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, IN_PLACE, PACKED,
-                     WIDE, OVERLAP)
+        scan_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, GROUP, ACC, KIND, OP,
+                   ID, EQ, HAS_EQ, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, IN_PLACE, PACKED, WIDE,
+                   OVERLAP, 3)
     else:
         t = ticket(counter, SINGLE)
         u, hu, h, a_ok, a_head, agg = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ,
