@@ -187,12 +187,18 @@ class Scanner:
 
     def __init__(self, max_items: int, tile: int = 8192, window: int = 32,
                  alloc=np.zeros, items_per_thread: int = 64, blocks: int | None = None):
+        for name, value in (("tile", tile), ("window", window),
+                            ("items_per_thread", items_per_thread)):
+            if not isinstance(value, int) or value < 1 or value & (value - 1):
+                raise ValueError(f'Invalid argument "{name}": expected a power of two, '
+                                 f"got {value!r}")
+        if blocks is not None and (not isinstance(blocks, int) or blocks < 1):
+            raise ValueError(f'Invalid argument "blocks": expected an integer of at least 1, '
+                             f"got {blocks!r}")
         self.tile = tile
         self.window = window
         self.kernel = scan_kernel(tile, items_per_thread)
         self.blocks = resident_blocks() if blocks is None else blocks
-        if self.blocks < 1:
-            raise ValueError(f'Invalid argument "blocks": expected at least 1, got {self.blocks}')
         tiles = max(1, ct.cdiv(max_items, self.tile))
         self.ticket = alloc(1, np.int64)
         self.status = alloc(ct.cdiv(tiles, window) * window, np.int64)

@@ -67,8 +67,15 @@ def test_blocks_take_tiles_until_the_input_ends(blocks):
         scan(x, y)
         _expect_ok(x, y)
         assert scan.ticket[0] == (i + 1) << 32
-    with pytest.raises(ValueError, match='"blocks": expected at least 1, got 0'):
+    with pytest.raises(ValueError, match='"blocks": expected an integer of at least 1, got 0'):
         Scanner(100, blocks=0)
+    with pytest.raises(ValueError, match='"blocks": expected an integer of at least 1, got 2.5'):
+        Scanner(100, blocks=2.5)
+    for kw, got in ((dict(tile=100), "100"), (dict(window=3), "3"),
+                    (dict(items_per_thread=0), "0")):
+        name = next(iter(kw))
+        with pytest.raises(ValueError, match=f'"{name}": expected a power of two, got {got}'):
+            Scanner(100, **kw)
 
 
 def test_items_per_thread_sets_the_block_and_not_the_result():

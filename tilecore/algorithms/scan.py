@@ -143,9 +143,9 @@ class _Plan:
         layout = Layout(4)
         facts = {"tiles": tiles, "tile": tile, "threads": threads}
         tickets = tiles
+        grid_max = max(1, self.target.sm_count * p.blocks_per_sm)   # modes 1, load_ahead
         if self.mode == MODE_REDUCE_THEN_SCAN:
-            grid0 = max(1, self.target.sm_count * p.blocks_per_sm)
-            per = max(1, -(-tiles // grid0))
+            per = max(1, -(-tiles // grid_max))
             grid = -(-tiles // per)
             gt = 1 << max(0, (grid - 1).bit_length())
             facts.update(per=per, grid=grid, gt=gt)
@@ -170,8 +170,7 @@ class _Plan:
             # tiles until its ticket runs past them (one ticket past them a block, so
             # the counter ends at tiles + grid)
             ahead = facts["ahead"] = self.loads_ahead(tiles)
-            grid = facts["grid"] = min(tiles, max(1, self.target.sm_count * p.blocks_per_sm)) \
-                if ahead else tiles
+            grid = facts["grid"] = min(tiles, grid_max) if ahead else tiles
             if ahead:
                 tickets = tiles + grid
         layout.slot(2).alias(D.int64 if tickets >= _WIDE else D.int32, 1)   # ticket counter
@@ -184,8 +183,7 @@ class _Plan:
         """Whether a single-pass scan of `tiles` tiles runs blocks that load ahead
         (scan_kernels.scan_ahead): the policy's load_ahead 1, in mode 2 or 3, over
         more than one tile (one tile runs as one block)."""
-        return (self.policy.load_ahead == 1 and self.mode in (MODE_LOOKBACK, MODE_GROUPS)
-                and tiles > 1)
+        return self.policy.load_ahead == 1 and self.mode in _AHEAD_MODES and tiles > 1
 
     def pairs_for(self, n: int) -> bool:
         """Whether an exclusive scan of n items runs the pair scan: at every size
@@ -212,6 +210,7 @@ class _Plan:
 _plans: dict[tuple, _Plan] = {}
 # the look-backs that keep aggregates and inclusive prefixes (status words per tile)
 _LOOKBACKS = (MODE_LOOKBACK, MODE_ORDERED)
+_AHEAD_MODES = (MODE_LOOKBACK, MODE_GROUPS)     # the kernels with a PIPE (load_ahead)
 # the single-pass modes whose tiles finish through local_scan/finish_known (the
 # exclusive_inverse and exclusive_pairs loads apply)
 _SINGLE_PASS_FINISHED = (MODE_LOOKBACK, MODE_ORDERED, MODE_GROUPS)
@@ -534,7 +533,7 @@ def _make_launches(plan: _Plan, n: int, items: int, has_init: bool,
         tail = (facts["P"], tile, size, *common,
                 exclusive and not plan.inv and not plan.pairs_for(n), exclusive, plan.inv,
                 has_init, by_key, in_place, plan.packed, wide, single)
-        if mode in (MODE_LOOKBACK, MODE_GROUPS):
+        if mode in _AHEAD_MODES:
             tail += (facts["ahead"],)               # PIPE: load ahead
     steps += (_Step((facts["grid"],), plan.kernel(facts["threads"]), _ALL, tail),)
     return _Launches(n, in_place, by_key, aliases, steps)

@@ -566,22 +566,31 @@ def lookback_start(x, keys, y, n, counter, status, vals, P, TILE, WINDOW, ACC, K
                    EQ, HAS_EQ, SHIFT, EXCL, INV, BY_KEY, IN_PLACE, PACKED, WIDE, SINGLE,
                    OVERLAP):
     """What a look-back tile (modes 2 and 4) does before it looks: take its ticket t,
-    load the tile (tile_parts), publish its aggregate, issue the load of the window
-    holding tile t-1 (w, words) and, with OVERLAP, scan the tile on its own while
-    that load is in flight (z; else z is u, unused)."""
+    load the tile (tile_parts), publish its aggregate, then first_window."""
     t = ticket(counter, SINGLE)
     u, hu, h, _, a_head, agg = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ,
                                           HAS_EQ, SHIFT, BY_KEY, IN_PLACE, WIDE)
+    if not SINGLE:
+        publish_aggregate(status, vals, P, t, a_head, agg, ACC, PACKED)
+    w, words, z = first_window(status, t, u, TILE, WINDOW, ACC, KIND, OP, ID, SHIFT, EXCL, INV,
+                               PACKED, SINGLE, OVERLAP)
+    return t, u, hu, h, a_head, agg, w, words, z
+
+
+@ct.function
+def first_window(status, t, u, TILE, WINDOW, ACC, KIND, OP, ID, SHIFT, EXCL, INV, PACKED,
+                 SINGLE, OVERLAP):
+    """Issue the load of the window holding tile t-1 (w, words) and, with OVERLAP,
+    scan tile u on its own while that load is in flight (z; else z is u, unused)."""
     w = t
     words = ct.zeros((WINDOW,), ct.int64)
     if not SINGLE:
-        publish_aggregate(status, vals, P, t, a_head, agg, ACC, PACKED)
         w = ct.maximum(t - 1, 0) // WINDOW
         words = load_words(status, w, WINDOW, PACKED)
     z = u
     if OVERLAP:
         z = local_scan(u, TILE, KIND, OP, ID, ACC, EXCL and not SHIFT and not INV)
-    return t, u, hu, h, a_head, agg, w, words, z
+    return w, words, z
 
 
 @ct.function
@@ -674,11 +683,8 @@ def lookback_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, W
     its aggregate's publication: issue the load of the window holding tile t-1,
     scan the tile while it is in flight (OVERLAP), look back, publish the
     tile's inclusive prefix and store the scanned tile."""
-    w = ct.maximum(t - 1, 0) // WINDOW
-    words = load_words(status, w, WINDOW, PACKED)   # in flight while the tile is scanned
-    z = u
-    if OVERLAP:
-        z = local_scan(u, TILE, KIND, OP, ID, ACC, EXCL and not SHIFT and not INV)
+    w, words, z = first_window(status, t, u, TILE, WINDOW, ACC, KIND, OP, ID, SHIFT, EXCL, INV,
+                               PACKED, False, OVERLAP)
     p_ok, p_head, p_val = prefix_lookback(t, w, words, status, vals, P, a_head, agg, WINDOW,
                                           ACC, KIND, OP, ID, BY_KEY, PACKED, False)
     store_tile(y, n, t, u, hu, h, z, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL,

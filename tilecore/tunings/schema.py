@@ -185,8 +185,8 @@ def _scan_exclusive_pairs(key: dict, p: dict) -> bool:
 
 
 def _scan_grid(key: dict, p: dict) -> bool:
-    """blocks_per_sm sets the grid: of reduce-then-scan (mode 1), and of mode 2's
-    blocks that load ahead (load_ahead 1: algorithms/scan.py `loads_ahead`).
+    """blocks_per_sm sets the grid: of reduce-then-scan (mode 1), and of modes 2
+    and 3's blocks that load ahead (load_ahead 1: algorithms/scan.py `loads_ahead`).
     (Reads load_ahead whatever the mode: the fields an `applies` reads may not
     depend on their values.)"""
     ahead = p["load_ahead"] == 1
