@@ -16,8 +16,8 @@ from .values import Const, FrontVal, TiledView, TupleVal
 if TYPE_CHECKING:
     from .lower import Lowerer
 
-__all__ = ["load", "store", "gather", "scatter", "num_tiles", "tiled_view", "view_load",
-           "view_store", "view_num_tiles", "integer_tiles", "emit_gather", "emit_scatter",
+__all__ = ["load", "prefetch", "store", "gather", "scatter", "num_tiles", "tiled_view",
+           "view_load", "view_prefetch", "view_store", "view_num_tiles", "integer_tiles", "emit_gather", "emit_scatter",
            "shape_of"]
 
 
@@ -103,6 +103,23 @@ def load(lw: "Lowerer", a: dict, loc: Loc) -> FrontVal:
                       {**_hints(a, "load", loc), **ordering}, loc)
 
 
+def _emit_prefetch(lw, arr: Value, index, shape, order, steps, loc) -> FrontVal:
+    attrs = {"shape": shape, "order": order, "steps": steps}
+    lw.b.emit("prefetch", (arr, *index), (), attrs, (), loc)
+    return Const(None)
+
+
+def prefetch(lw: "Lowerer", a: dict, loc: Loc) -> FrontVal:
+    """The L2 prefetch of the tile load(array, index, shape, order=order) reads:
+    its arguments are checked as load's, in the same order."""
+    arr = array_arg(a["array"], "prefetch", "array", loc)
+    nd = arr.type.ndim
+    shape = const_shape(a["shape"], "prefetch", "shape", loc, ndim=nd)
+    order = order_arg(a["order"], nd, "prefetch", loc)
+    index = _index(lw, a["index"], nd, "prefetch", loc)
+    return _emit_prefetch(lw, arr, index, shape, order, shape, loc)
+
+
 def _store_tile(lw, arr: Value, tile: FrontVal, fn: str, loc: Loc,
                 shape: Optional[tuple] = None) -> Value:
     if isinstance(tile, Const) and tile.is_number:
@@ -169,6 +186,12 @@ def view_load(lw: "Lowerer", tv: TiledView, a: dict, loc: Loc) -> FrontVal:
     index = _index(lw, a["index"], nd, "TiledView.load", loc)
     return _emit_load(lw, tv.array, index, tv.tile_shape, tuple(range(nd)), tv.steps, tv.padding,
                       True, _hints(a, "TiledView.load", loc), loc)
+
+
+def view_prefetch(lw: "Lowerer", tv: TiledView, a: dict, loc: Loc) -> FrontVal:
+    nd = tv.array.type.ndim
+    index = _index(lw, a["index"], nd, "TiledView.prefetch", loc)
+    return _emit_prefetch(lw, tv.array, index, tv.tile_shape, tuple(range(nd)), tv.steps, loc)
 
 
 def view_store(lw: "Lowerer", tv: TiledView, a: dict, loc: Loc) -> FrontVal:

@@ -44,12 +44,23 @@ def _view_load_sig(index, *, latency=None, allow_tma=None):
     """Signature of TiledView.load."""
 
 
+def _view_prefetch_sig(index):
+    """Signature of TiledView.prefetch."""
+
+
 def _view_store_sig(index, tile, *, latency=None, allow_tma=None):
     """Signature of TiledView.store."""
 
 
 def _view_num_tiles_sig(axis):
     """Signature of TiledView.num_tiles."""
+
+
+# TiledView methods (besides the atomic stores): name -> (signature, handler)
+_VIEW_METHODS = {"load": (_view_load_sig, M.view_load),
+                 "prefetch": (_view_prefetch_sig, M.view_prefetch),
+                 "store": (_view_store_sig, M.view_store),
+                 "num_tiles": (_view_num_tiles_sig, M.view_num_tiles)}
 
 
 def get_attribute(lw: "Lowerer", obj: FrontVal, attr: str, loc: Loc) -> FrontVal:
@@ -85,7 +96,7 @@ def get_attribute(lw: "Lowerer", obj: FrontVal, attr: str, loc: Loc) -> FrontVal
             return TupleVal(tuple(Const(s) for s in obj.tile_shape))
         if attr == "dtype":
             return Const(obj.array.type.dtype)
-        if attr in ("load", "store", "num_tiles") or attr in A.VIEW_METHODS:
+        if attr in _VIEW_METHODS or attr in A.VIEW_METHODS:
             return BoundMethod(obj, attr)
     elif isinstance(obj, RawMemory):
         if attr == "dtype":
@@ -128,11 +139,9 @@ def call_method(lw: "Lowerer", obj: FrontVal, name: str, args: list, kwargs: dic
         a = bind(_sig(A.view_store_signature), f"TiledView.{name}", args, kwargs, loc)
         return A.view_atomic_store(lw, obj, name, a, loc)
     if isinstance(obj, TiledView):
-        sig = {"load": _view_load_sig, "store": _view_store_sig,
-               "num_tiles": _view_num_tiles_sig}[name]
+        sig, handler = _VIEW_METHODS[name]
         a = bind(_sig(sig), f"TiledView.{name}", args, kwargs, loc)
-        return {"load": M.view_load, "store": M.view_store,
-                "num_tiles": M.view_num_tiles}[name](lw, obj, a, loc)
+        return handler(lw, obj, a, loc)
     raise TileTypeError(f"{describe(obj)} has no method '{name}'", loc)
 
 

@@ -36,7 +36,7 @@ __all__ = ["HANDLERS"]
 _ALLOWED = frozenset({"constant", "astype", "bitcast", "unary", "binary", "compare", "where", "reshape",
                       "broadcast", "bid", "num_blocks"})
 _NESTED = frozenset({"reduce", "argreduce", "scan", "fold"})
-_MEMORY = frozenset({"load", "store", "gather", "scatter"})
+_MEMORY = frozenset({"load", "prefetch", "store", "gather", "scatter"})
 _USER_NAMES = {"iota": "arange()", "permute": "permute()", "array_dim": "Array.shape",
                "array_stride": "Array.strides"}
 

@@ -6,6 +6,7 @@ slice of the array, transposed by `order` into tile axes. Loads fill the rest
 with the padding value; stores write through the slice, which also works for
 strided and non-contiguous array views. A tile wholly outside the array is an
 empty box: its load is all padding and its store writes nothing, as on the GPU.
+A prefetch (an L2 hint) does nothing here.
 
 Gather, scatter and the atomics with attr raw=True (Array.get_raw_memory())
 address the memory the array's elements span, by element offset from its
@@ -116,6 +117,14 @@ def _load(ctx: BlockContext, op: Op, args: list) -> tuple:
     return (out,)
 
 
+def _prefetch(ctx: BlockContext, op: Op, args: list) -> tuple:
+    """A hint with no observable effect: nothing to do (the index operands are
+    integer scalars, as a load's; a tile outside the array is no error)."""
+    for i in args[1:]:
+        int(i)
+    return ()
+
+
 def _store(ctx: BlockContext, op: Op, args: list) -> tuple:
     arr, tile, index = args[0], args[1], args[2:]
     box = _tile_box(ctx, op, arr, index)
@@ -224,4 +233,4 @@ def _scatter(ctx: BlockContext, op: Op, args: list) -> tuple:
     return ()
 
 
-RULES = {"load": _load, "store": _store, "gather": _gather, "scatter": _scatter}
+RULES = {"load": _load, "prefetch": _prefetch, "store": _store, "gather": _gather, "scatter": _scatter}

@@ -14,7 +14,8 @@ Two tile-space accesses with the same index values, shape, order and steps touch
 the same elements in the same threads and need no barrier; neither do two
 atomics (each element is its own atomic operation) nor two reads. An earlier
 access conflicts in program order, and any access in a loop enclosing both
-conflicts across iterations.
+conflicts across iterations. A prefetch is no access here: it changes no value
+a thread reads, so it needs no barrier and gives no other access one.
 """
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ does or one of them does (an op), and when every value it may take does (the
 results of an `if`, the carried values of a loop: the intersection over the
 yields, continues and breaks). A `gather` (addresses from data) never counts
 as streaming, nor does a kernel that reads nothing or reads no block index.
+A prefetch is no read here (it fills L2, not L1).
 It is a heuristic (an index like `bid % 2` depends on the block index and
 still repeats), and errs toward the driver's default otherwise.
 """

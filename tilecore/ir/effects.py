@@ -18,7 +18,8 @@ from .core import Function
 __all__ = ["WRITING_OPS", "written_params", "orders_memory"]
 
 # ops that write their first operand, an array (scatter and the atomics also
-# with attr raw: RawArrayMemory.store_offset and atomic_*_offset write it too)
+# with attr raw: RawArrayMemory.store_offset and atomic_*_offset write it too);
+# a prefetch (an L2 hint) writes nothing and orders nothing
 WRITING_OPS = frozenset({"store", "scatter", "atomic_rmw", "atomic_cas"})
 
 

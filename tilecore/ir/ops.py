@@ -90,6 +90,15 @@ load       (arr, *index) {shape, order, steps, padding, check_bounds, latency, a
                                          RELAXED or ACQUIRE with BLOCK/DEVICE/SYS make each
                                          element a strong read; ACQUIRE orders every later
                                          access of the block after the whole tile's reads.
+prefetch   (arr, *index) {shape, order, steps}
+                                      -> no result: a hint that the elements a load with the
+                                         same operands and attrs would read are read soon
+                                         (backends may bring them into L2, or do nothing).
+                                         Touches no element outside the array (a tile wholly
+                                         outside prefetches nothing), never faults, changes no
+                                         value and orders no access: passes keep it (it is
+                                         not dead code) but need not order other accesses
+                                         around it, and it is no write of arr.
 store      (arr, tile, *index) {shape, order, steps, check_bounds, latency, allow_tma}
                                       -> no result; same addressing as load; out-of-bounds
                                          elements are dropped (a tile wholly outside writes
@@ -175,5 +184,5 @@ ATOMIC_FNS = ("add", "max", "min", "and", "or", "xor", "xchg")
 
 OPS = ("constant", "bid", "num_blocks", "array_dim", "array_stride", "iota", "broadcast",
        "reshape", "permute", "astype", "bitcast", "unary", "binary", "compare", "where", "reduce",
-       "argreduce", "scan", "fold", "load", "store", "gather", "scatter", "atomic_rmw",
+       "argreduce", "scan", "fold", "load", "prefetch", "store", "gather", "scatter", "atomic_rmw",
        "atomic_cas", "if", "for", "while") + TERMINATORS

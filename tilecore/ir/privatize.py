@@ -9,7 +9,8 @@ to the array directly, whatever other blocks do:
   order and grouping of updates do not change the array's final value), on a
   32-bit integer array (64-bit for add);
 - its old values are unused, and no other op of the kernel reads or writes
-  that array: no thread of the kernel can observe an intermediate value, so
+  that array (a prefetch of it does neither): no thread of the kernel can
+  observe an intermediate value, so
   its memory order, which only matters through such an observation, cannot
   be seen (the scope SYS, where the host may watch, is excluded);
 - the array is 1-D, the access is not raw, and the index tile's values lie
@@ -54,9 +55,9 @@ def private_atomics(fn: Function) -> dict[int, Private]:
     (module docstring). All qualifying atomics on one array share one window."""
     used = {v.id for op in fn.walk() for v in op.operands}
     by_array: dict[int, list[Op]] = {}
-    for op in fn.walk():   # the ops that access each array (its shape is no access)
+    for op in fn.walk():   # the ops that access each array (its shape, an L2 hint: no access)
         if op.operands and isinstance(op.operands[0].type, ArrayType) and \
-                op.name not in ("array_dim", "array_stride"):
+                op.name not in ("array_dim", "array_stride", "prefetch"):
             by_array.setdefault(op.operands[0].id, []).append(op)
     ranges = None
     out: dict[int, Private] = {}

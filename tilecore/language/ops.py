@@ -10,7 +10,7 @@ from .dtypes import float32, int32
 from .enums import MemoryOrder, MemoryScope, PaddingMode, RoundingMode
 
 __all__ = [
-    "cdiv", "bid", "num_blocks", "num_tiles", "load", "store", "gather", "scatter",
+    "cdiv", "bid", "num_blocks", "num_tiles", "load", "prefetch", "store", "gather", "scatter",
     "arange", "zeros", "ones", "full", "astype", "bitcast", "reshape", "permute", "transpose",
     "broadcast_to", "expand_dims", "sum", "prod", "max", "min", "argmax", "argmin",
     "minimum", "maximum", "where", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin",
@@ -72,6 +72,15 @@ def load(array, /, index, shape, *, order="C", padding_mode=PaddingMode.UNDETERM
     """Load the tile of `shape` at tile-space `index`; out-of-bounds elements are padded.
     memory_order RELAXED or ACQUIRE (with a memory_scope) makes each element a strong
     read, for data other blocks write while the kernel runs."""
+
+
+@_tile_only
+def prefetch(array, /, index, shape, *, order="C"):
+    """A hint (tilecore's extension; cuTile has no such op): the elements that
+    `load(array, index, shape, order=order)` would read will be read soon, so
+    bring them into the L2 cache. No result and no effect on any value: elements
+    outside the array are skipped (a tile wholly outside prefetches nothing), and
+    it orders no other access. Arguments are checked as load's."""
 
 
 @_tile_only

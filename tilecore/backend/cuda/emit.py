@@ -52,6 +52,7 @@ class Ctx:
     threads: int
     vk: int
     line_directives: bool
+    arch: str = "sm_90"  # the architecture the source is for (CodegenOptions.arch)
     arrays: dict[int, ArrayArg] = field(default_factory=dict)  # value id -> array
     # value id -> the C++ declarations of the array's kernel parameters
     array_params: dict[int, list[str]] = field(default_factory=dict)

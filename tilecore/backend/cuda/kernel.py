@@ -154,7 +154,7 @@ def generate(fn: Function, arrays: dict[int, ArraySpec], options: CodegenOptions
     each array parameter to its ArraySpec. Byte-identical for equal inputs."""
     threads = choose_threads(fn, options.num_threads)
     ctx = Ctx(fn=fn, threads=threads, vk=kernel_vector_width(fn),
-              line_directives=options.line_directives)
+              line_directives=options.line_directives, arch=options.arch)
     ctx.emit_block = emit_block
     decls, prologue, slots = _signature(fn, arrays, ctx)
     for line in prologue:

@@ -1,5 +1,6 @@
 """Rules for global memory: tile-space load/store (vectorized when the array
-is known aligned and unit-stride) and gather/scatter. Offsets are 64-bit.
+is known aligned and unit-stride), the L2 prefetch of a tile (addressed as a
+load) and gather/scatter. Offsets are 64-bit.
 A raw gather/scatter/atomic (attr raw, from Array.get_raw_memory()) has one
 index, the element offset from the array's pointer: no stride, no bounds."""
 from __future__ import annotations
@@ -9,6 +10,7 @@ import math
 from ...ir.block_order import barrier_before
 from ...ir.core import Op
 from ...language import dtypes as D
+from .arch import arch_number
 from .cnames import padding_value
 from .emit import ArrayArg, Ctx, unravel
 from .layout import Layout
@@ -78,11 +80,15 @@ class _TileAccess:
         spanning `extent` elements) are inside the array."""
         conds = [valid] if valid else []
         if self.check:
-            for k, (c, ax) in enumerate(zip(self._names(last), self.order)):
-                n = extent if k == len(self.order) - 1 else 1
-                hi = f"{c} < {self.arr.dims[ax]}" if n == 1 else f"{c} + {n} <= {self.arr.dims[ax]}"
-                conds.append(f"{c} >= 0 && {hi}")
+            for k, c in enumerate(self._names(last)):
+                conds.append(self.bound(k, c, extent if k == len(self.order) - 1 else 1))
         return " && ".join(conds)
+
+    def bound(self, k: int, c: str, n: int = 1) -> str:
+        """Condition that coordinate `c` on tile axis k, and the n - 1 after it,
+        are inside the array."""
+        dim = self.arr.dims[self.order[k]]
+        return f"{c} >= 0 && " + (f"{c} < {dim}" if n == 1 else f"{c} + {n} <= {dim}")
 
     def tile_inside(self) -> str:
         """Condition, uniform over the block, that every element of the tile
@@ -265,6 +271,104 @@ def _store(ctx: Ctx, op: Op) -> None:
     _tile_access(ctx, op, arr, op.operands[2:], chunk)
 
 
+# --- prefetch (an L2 hint: tilecore's extension) -------------------------------------------------
+PREFETCH_HEADER = "tilecore/prefetch.cuh"
+# Rows of fewer bytes take line prefetches on sm_90 too: a bulk prefetch keeps
+# only a row's 16-byte aligned interior, which in a short row may be nothing.
+_BULK_MIN_BYTES = 128
+
+
+def _prefetch(ctx: Ctx, op: Op) -> None:
+    """Bring the elements a load with the same operands would read into L2:
+    - rows (the tile's last axis) contiguous in the array, on sm_90 and newer:
+      one bulk prefetch per row's in-bounds part, rows spread over the threads;
+    - contiguous rows below sm_90: the 128-byte lines of each row's in-bounds
+      part, the (row, line) pairs spread over the threads;
+    - strided rows: each in-bounds element whose line the element before it
+      along the array's last axis (in the tile) is not in, one per thread.
+    Bounds are always checked: no address outside the array is formed."""
+    arr = ctx.arrays[op.operands[0].id]
+    ctx.headers.add(PREFETCH_HEADER)
+    acc = _TileAccess(ctx, op, arr)
+    ctx.open("")
+    acc.emit_base(op.operands[1:])
+    if acc.shape and arr.stride(acc.order[-1]) == "1":
+        row = acc.shape[-1] * arr.dtype.itemsize
+        if arch_number(ctx.arch) >= 90 and row >= _BULK_MIN_BYTES:
+            _prefetch_rows(ctx, acc, 1, "tc::prefetch_l2_bulk({b}, {e});")
+        else:  # the most lines a row of element-aligned elements touches
+            lines = (127 + row - arr.dtype.itemsize) // 128 + 1
+            _prefetch_rows(ctx, acc, lines, "tc::prefetch_l2_line({b}, {e}, {j});")
+    else:
+        _prefetch_elements(ctx, acc)
+    ctx.close()
+
+
+def _spread(ctx: Ctx, items: int, body) -> None:
+    """Items 0..items-1 spread over the block's threads (thread t takes t,
+    t + T, ...), each named p in the C++ statements body() emits."""
+    trip = -(-items // ctx.threads)
+    if trip > 1:
+        ctx.line(ctx.unroll(trip))
+        ctx.open(f"for (int k = 0; k < {trip}; ++k)")
+        ctx.line(f"const int p = k * {ctx.threads} + (int)threadIdx.x;")
+    else:
+        ctx.line("const int p = (int)threadIdx.x;")
+    guard = items % ctx.threads != 0
+    if guard:
+        ctx.open(f"if (p < {items})")
+    body()
+    if guard:
+        ctx.close()
+    if trip > 1:
+        ctx.close()
+
+
+def _prefetch_rows(ctx: Ctx, acc: _TileAccess, per_row: int, call: str) -> None:
+    """`call` per item of each row: item j < per_row of row r is p = r * per_row
+    + j; in `call`, {b} and {e} point at the row's in-bounds part [b, e)
+    (skipped when empty) and {j} is j."""
+    last = len(acc.shape) - 1
+    length, dim = acc.shape[last], acc.arr.dims[acc.order[last]]
+
+    def body() -> None:
+        row, j = "p", "0"
+        if per_row > 1:
+            ctx.line(f"const int j = p % {per_row};")
+            row, j = f"(p / {per_row})", "j"
+        for k, m in enumerate(unravel(row, acc.shape[:-1])):
+            ctx.line(f"const long long c{k} = {acc.base[k]} + {m};")
+        ctx.line(f"const long long lo = o{last} > 0 ? o{last} : 0;")
+        ctx.line(f"const long long hi = o{last} + {length} < {dim} ? o{last} + {length} : "
+                 f"(long long){dim};")
+        conds = [acc.bound(k, f"c{k}") for k in range(last)] + ["lo < hi"]
+        b, e = (f"{acc.arr.ptr} + ({acc.offset(x)})" for x in ("lo", "hi"))
+        ctx.line(f"if ({' && '.join(conds)}) {call.format(b=b, e=e, j=j)}")
+
+    _spread(ctx, math.prod(acc.shape[:-1]) * per_row, body)
+
+
+def _prefetch_elements(ctx: Ctx, acc: _TileAccess) -> None:
+    """Each in-bounds element, one per thread, unless the element before it
+    along the array's last axis (in the tile and the array) is in its line."""
+    ptr = acc.arr.ptr
+
+    def body() -> None:
+        if not acc.shape:  # a 0-d array: its one element, by thread 0 (p < 1)
+            ctx.line(f"tc::prefetch_l2({ptr});")
+            return
+        acc.emit_coords("p")
+        last = len(acc.shape) - 1
+        d = acc.order.index(last)  # the tile axis along the array's last axis
+        ctx.open(f"if ({acc.in_bounds()})")
+        ctx.line(f"const auto* q = {ptr} + ({acc.offset()});")
+        ctx.line(f"if (c{d} == o{d} || c{d} == 0 || "
+                 f"!tc::same_line(q, {acc.arr.stride(last)})) tc::prefetch_l2(q);")
+        ctx.close()
+
+    _spread(ctx, math.prod(acc.shape), body)
+
+
 def _gather_scatter_terms(ctx: Ctx, op: Op, arr: ArrayArg, indices, mask, layout: Layout):
     """(condition, offset) C++ expressions for this thread's element k."""
     conds = [layout.valid("e")] if layout.partial else []
@@ -327,3 +431,5 @@ def ordered_in_block(rule):
 
 RULES = {name: ordered_in_block(rule) for name, rule in
          {"load": _load, "store": _store, "gather": _gather, "scatter": _scatter}.items()}
+# A prefetch orders nothing: no block barrier before it (ir/block_order.py leaves it out).
+RULES["prefetch"] = _prefetch

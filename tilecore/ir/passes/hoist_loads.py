@@ -16,7 +16,9 @@ above an if/for/while
 the program never runs it), nor into or out of regions. Atomics and loads or
 stores with a memory order are fences for this pass: no read moves above one
 (an acquire orders later reads after it; other blocks may write what follows
-it), and an ordered load itself never moves.
+it), and an ordered load itself never moves. A prefetch stays where it is
+written (the kernel chose how far ahead it runs) and is no fence: it reads
+nothing a later op sees, so reads move above it.
 """
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """Memory ops of the generator beyond the prologue's loads: more loads, gathers
 (masks, padding values, out-of-bounds indices), scatters to indices unique
-per block, read-after-write of a block's own tile, mid-program stores, and
-scalars read from arrays (shapes, strides, tile counts, the grid size). Each
-function takes the generator and returns whether it emitted anything.
+per block, read-after-write of a block's own tile, mid-program stores, L2
+prefetches, and scalars read from arrays (shapes, strides, tile counts, the
+grid size). Each function takes the generator and returns whether it emitted
+anything.
 """
 from __future__ import annotations
 
@@ -161,6 +162,32 @@ def inplace(g: Gen) -> bool:
     return True
 
 
+def prefetch(g: Gen) -> bool:
+    """An L2 prefetch (a hint: it changes no value) of a tile of an array the
+    kernel reads or writes, sometimes through a tiled view or in another
+    order, at a block index plus 0..2: partly or wholly past the end too."""
+    arrays = [p for p in g.params if p.role in ("in", "out")]
+    if not arrays:
+        return False
+    p = g.rng.choice(arrays)
+    nd = p.array().ndim
+    shape = g.shape(rank=nd)
+    idx = [f"bl + {g.rng.randint(0, 2)}" if k == 0 else str(g.rng.randint(0, 1))
+           for k in range(nd)]
+    index = "(" + ", ".join(idx) + ("," if nd == 1 else "") + ")"
+    if g.chance(0.3):
+        g.emit(f"{p.name}.tiled_view({shape}).prefetch({index})")
+        g.feature("prefetch", "view")
+    else:
+        order = ""
+        if nd > 1 and g.chance(0.3):
+            order = f", order={tuple(g.rng.sample(range(nd), nd))}"
+            g.feature("prefetch", "order")
+        g.emit(f"ct.prefetch({p.name}, {index}, {shape}{order})")
+    g.feature("prefetch", f"rank{nd}")
+    return True
+
+
 def store_now(g: Gen) -> bool:
     v = g.pick(lambda v: v.dtype in ARITH + STORAGE_ONLY and v.name not in ("b0", "b1", "b2", "bl"))
     if v is None:
@@ -177,4 +204,5 @@ def load(g: Gen) -> bool:
 OPS = {
     "array_scalar": (3, array_scalar), "load": (5, load), "gather": (4, gather),
     "scatter": (2.5, scatter), "store": (2.5, store_now), "inplace": (2, inplace),
+    "prefetch": (1, prefetch),
 }
