@@ -21,7 +21,7 @@ from tilecore.dispatch import override_policy
 
 TILE = 64
 _SMALL = dict(block_threads=32, items_per_thread=2, blocks_per_sm=2, small_items=0,
-              one_launch_max_items=0)
+              one_launch_max_items=0, load_ahead=0)   # one tile a block, whatever the row
 SINGLE_PASS = dict(_SMALL, mode=0, exact_mode=0)                      # Fenwick
 REDUCE_THEN_SCAN = dict(_SMALL, mode=1, exact_mode=1)
 # decoupled look-back for exact operators (windows of 4 status words: look-backs
@@ -363,12 +363,15 @@ def test_policy_tables_and_overrides():
     assert (i90.block_threads, i90.items_per_thread, i90.exact_mode) == (128, 64, 2)
     assert (i90.load_ahead, i90.blocks_per_sm, i90.lookback_window) == (1, 2, 32)
     assert i90.threads_for(1 << 10) == 128 and i90.threads_for(1 << 28) == 128  # no small tile
-    f90 = select_scan_policy(90, key)                           # the float-sum row
-    assert (f90.block_threads, f90.items_per_thread) == (512, 64)
-    assert f90.threads_for(1 << 24) == 128 and f90.threads_for((1 << 24) + 1) == 512
+    f90 = select_scan_policy(90, key)                           # the float-sum row: mode 3 ahead
+    assert (f90.block_threads, f90.items_per_thread, f90.mode) == (128, 64, 3)
+    assert (f90.load_ahead, f90.blocks_per_sm, f90.lookback_window) == (1, 2, 16)
+    assert f90.threads_for(1 << 24) == 128 and f90.threads_for(1 << 28) == 128
+    half = select_scan_policy(90, {**key, "value_size": 2})     # float16 in, float32 sums
+    assert (half.block_threads, half.items_per_thread, half.load_ahead) == (512, 64, 0)
     assert "sm_80.yaml" in select_scan_policy(86, key).source
     assert select_scan_policy(70, key).source == "built-in"
-    assert select_scan_policy(120, {**key, "op": "user"}).tile_items == 32768
+    assert select_scan_policy(120, {**key, "op": "user"}).tile_items == 8192  # sm_90's row
     with pytest.raises(TuningError, match="'mode': expected a value in 0..4, got 5"):
         with override_policy("scan", mode=5):
             pass
@@ -789,14 +792,14 @@ def test_load_ahead_in_place_by_key_and_user():
 
 def test_load_ahead_policy_field():
     """load_ahead is 0 or 1, validated as the other fields; in the shipped
-    tables 1 only for sm_90's int32 sums; it changes modes 2 and 3 only (other
+    tables 1 only for sm_90's int32 sums and user operators; it changes modes 2 and 3 only (other
     modes launch as without it)."""
     from tilecore.dispatch.scan_policy import select_scan_policy
     from tilecore.tunings import TuningError
     for cc in (70, 80, 90):
         for op in ("add", "max", "user"):
             key = dict(value_size=4, accum="int32", op=op, offset_size=4, by_key=False)
-            assert select_scan_policy(cc, key).load_ahead == (cc == 90 and op == "add")
+            assert select_scan_policy(cc, key).load_ahead == (cc == 90 and op != "max")
     with pytest.raises(TuningError, match="field 'load_ahead': expected a value in 0..1, got 2"):
         with override_policy("scan", load_ahead=2):
             pass

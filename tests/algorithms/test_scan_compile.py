@@ -106,18 +106,18 @@ def test_one_launch_kernels_compile(monkeypatch, case):
 @pytest.mark.interpreter_only
 def test_exclusive_user_scan_takes_fewer_items(monkeypatch):
     """An exclusive user scan runs at most 32 items a thread (its shifted tile
-    carries (ok, value) pairs): the sm_90 float user row's 512 x 64 tile
-    becomes 512 x 32, which does not spill (512 x 64 spills 552 bytes).
-    (Known: for sm_80 the 256 x 32 row spills 24 bytes here.)"""
+    carries (ok, value) pairs): the sm_90 int32 user row's 128 x 64 tile
+    becomes 128 x 32, and neither spills. (Known: for sm_80 the 256 x 32 row
+    spills 24 bytes here.)"""
     monkeypatch.setenv("TILECORE_ARCH", "sm_90")
     tiles = {}
     for name, method, extra in (("incl", S.inclusive_scan, ()),
-                                ("excl", S.exclusive_scan, (np.float32(0),))):
-        calls = captured(monkeypatch, method, big(np.float32), big(np.float32), add, *extra, N)
+                                ("excl", S.exclusive_scan, (np.int32(0),))):
+        calls = captured(monkeypatch, method, big(np.int32), big(np.int32), add, *extra, N)
         kernel, args = calls[-1]
         tiles[name] = args[9]
         assert ct.compile(kernel, args, arch="sm_90").stack_bytes == 0, name
-    assert tiles == {"incl": 512 * 64, "excl": 512 * 32}
+    assert tiles == {"incl": 128 * 64, "excl": 128 * 32}
 
 
 @pytest.mark.interpreter_only
