@@ -121,6 +121,27 @@ def test_exclusive_user_scan_takes_fewer_items(monkeypatch):
 
 
 @pytest.mark.interpreter_only
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("op", [add, lambda a, b: ct.maximum(a, b)], ids=["add", "max"])
+def test_user_fold_butterfly_keeps_its_rounds_in_registers(monkeypatch, arch, op):
+    """A float32 user operator in mode 3 loading ahead on 128 x 64 tiles folds
+    16 rounds a thread through the butterfly of tile_fold_chunks: choosing the
+    round a lane sends as `up ? c[k] : c[k + half]` put the rounds in 64 bytes
+    of local memory (a load from a selected address); select_words keeps them
+    in registers, so the kernel has no stack (the GPU's _fit would otherwise
+    step it down to 32 items a thread)."""
+    monkeypatch.setenv("TILECORE_ARCH", arch)
+    with override_policy("scan", block_threads=128, items_per_thread=64, load_ahead=1,
+                         blocks_per_sm=2, small_items=0):
+        calls = captured(monkeypatch, S.inclusive_scan, big(np.float32), big(np.float32), op,
+                         N)
+    kernel, args = calls[-1]
+    compiled = ct.compile(kernel, args, arch=arch)
+    assert compiled.name == "scan_groups" and args[9] == 128 * 64
+    assert compiled.stack_bytes == 0
+
+
+@pytest.mark.interpreter_only
 @pytest.mark.parametrize("case", ["incl-f32", "excl-f32", "excl-i32", "bykey-f32"])
 def test_fenwick_compiles(monkeypatch, case):
     """Mode 0 (the sweep's alternative) with the shipped tiles."""

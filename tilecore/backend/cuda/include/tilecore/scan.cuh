@@ -22,6 +22,29 @@ __device__ __forceinline__ A shfl_any(const A& x, int d) {
   return r;
 }
 
+// p ? a : b for any trivially copyable value, selected a 32-bit word at a time in
+// registers: a plain `p ? c[i] : c[j]` between two elements of a register array may
+// become a load from a selected address, which sends the whole array to local memory.
+template <class A>
+__device__ __forceinline__ A select_words(bool p, const A& a, const A& b) {
+  constexpr int W = (int)((sizeof(A) + 3) / 4);
+  unsigned int wa[W] = {}, wb[W] = {};
+  memcpy(wa, &a, sizeof(A));
+  memcpy(wb, &b, sizeof(A));
+#pragma unroll
+  for (int i = 0; i < W; ++i) {
+#if defined(__CUDA_ARCH__)
+    asm("{ .reg .pred q; setp.ne.b32 q, %3, 0; selp.b32 %0, %1, %2, q; }"
+        : "=r"(wa[i]) : "r"(wa[i]), "r"(wb[i]), "r"((int)p));
+#else  // the host build of these templates (tests/backend/test_scan_codegen.py)
+    wa[i] = p ? wa[i] : wb[i];
+#endif
+  }
+  A r;
+  memcpy(&r, wa, sizeof(A));
+  return r;
+}
+
 // An in-order shuffle-down tree over lanes: for d = D0, 2 D0, ... < W, lane i takes
 // lane i + d's value as its right operand where i's bits from D0 up to 2d are clear,
 // so lane i (i's bits from D0 up to W clear) ends with the fold of lanes i, i + D0, ...
@@ -215,7 +238,7 @@ __device__ __forceinline__ void tile_fold_chunks(const A* y, F f, Put put) {
 #pragma unroll
       for (int k = 0; k < R / 2; ++k) {
         if (k < half) {
-          const A send = up ? c[k] : c[k + half];
+          const A send = select_words(up, c[k], c[k + half]);
           const A recv = shfl_any<2>(send, lane ^ d);
           c[k] = up ? f(recv, c[k + half]) : f(c[k], recv);
         }
