@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from common import (buffer_sets, copy_bandwidth_gbs, device_info, parse_out, print_table,
-                    steady_ms, write_json)
+                    script_flag, script_option, steady_ms, write_json)
 from tilecore.algorithms import DeviceScan
 from tilecore.dispatch import override_policy
 
@@ -73,25 +73,6 @@ USER_SWEEP = [dict(_ALL, block_threads=512, items_per_thread=64),
 def _tag(p: dict) -> str:
     """A sweep candidate's name: its fields other than small_items=0."""
     return " ".join(f"{k}={v}" for k, v in p.items() if k != "small_items") or "shipped policy"
-
-
-def _flag(name: str) -> bool:
-    """Whether this script's own flag `name` was given (taken out of sys.argv)."""
-    if name in sys.argv:
-        sys.argv.remove(name)
-        return True
-    return False
-
-
-def _arg(name: str, default):
-    """This script's own option `name VALUE[,VALUE...]`, taken out of sys.argv
-    (common.parse_out knows only the shared options)."""
-    if name in sys.argv:
-        i = sys.argv.index(name)
-        value = sys.argv[i + 1].split(",")
-        del sys.argv[i:i + 2]
-        return value
-    return default
 
 
 def user_add(a, b):
@@ -208,9 +189,9 @@ def _impls(x, y, exclusive: bool, sweep: bool, log2n: int, user_sweep: bool,
 
 
 def main() -> None:
-    sizes = [int(v) for v in _arg("--sizes", SIZES)]
-    scans = _arg("--scans", ["incl", "excl"])
-    user_sweep, excl_sweep = _flag("--user-sweep"), _flag("--excl-sweep")
+    sizes = [int(v) for v in script_option("--sizes", SIZES)]
+    scans = script_option("--scans", ["incl", "excl"])
+    user_sweep, excl_sweep = script_flag("--user-sweep"), script_flag("--excl-sweep")
     out = parse_out()
     sweep = "--sweep" in sys.argv
     copy = copy_bandwidth_gbs()

@@ -12,7 +12,8 @@ copy and 10-20% above CUB. The copy is measured twice in the same run: once
 over 1 GiB (the large-copy bandwidth) and at each size over the same bytes as
 the scan (n items read, n written: what a scan of that size could reach).
 
-    python benchmarks/bench_scan.py [--out DIR] [--sweep]   (--sweep: tiles, window, threads)
+    python benchmarks/bench_scan.py [--out DIR] [--sweep] [--sizes 24,26,27,28]
+    (--sweep: tiles, window, threads; --sizes: log2 of the item counts)
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ import torch
 
 import tilecore as ct
 from common import (buffer_sets, copy_bandwidth_gbs, device_info, parse_out, print_table,
-                    steady_ms, write_json)
+                    script_option, steady_ms, write_json)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from lookback_scan import Scanner  # noqa: E402
@@ -111,12 +112,13 @@ def _same_bytes_copy_gbs(sets) -> float:
 
 
 def main() -> None:
+    sizes = [int(v) for v in script_option("--sizes", SIZES)]
     out = parse_out()
     sweep = "--sweep" in sys.argv
     copy = copy_bandwidth_gbs()
     rows, records = [], []
     for dtype in DTYPES:
-        for log2n in SIZES:
+        for log2n in sizes:
             n = 1 << log2n
             sets = _inputs(n, dtype, buffer_sets(8 * n))
             impls = {"tilecore": TileScan(n, TILE)}

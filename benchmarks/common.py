@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import sys
 import time
 from pathlib import Path
 from typing import Callable, Sequence
@@ -96,6 +97,26 @@ def device_info() -> dict:
     p = torch.cuda.get_device_properties(0)
     return {"device": p.name, "sms": p.multi_processor_count, "torch": torch.__version__,
             "date": time.strftime("%Y-%m-%d"), "python": platform.python_version()}
+
+
+def script_flag(name: str) -> bool:
+    """Whether a script's own flag `name` was given (taken out of sys.argv, so
+    that parse_out, which knows only the shared options, does not refuse it)."""
+    if name in sys.argv:
+        sys.argv.remove(name)
+        return True
+    return False
+
+
+def script_option(name: str, default):
+    """A script's own option `name VALUE[,VALUE...]` as a list of strings (taken
+    out of sys.argv, as script_flag), or `default`."""
+    if name in sys.argv:
+        i = sys.argv.index(name)
+        value = sys.argv[i + 1].split(",")
+        del sys.argv[i:i + 2]
+        return value
+    return default
 
 
 def parse_out() -> Path:
