@@ -150,6 +150,21 @@ def test_one_element_tiles():
 
 
 @ct.kernel
+def zero_d(x, out, half):
+    t = ct.load(x, (), ())                     # a 0-d array's one element, as a 0-d tile
+    ct.store(out, (), t * 2 + 1)
+    ct.store(half, (), ct.astype(t, ct.float16))
+
+
+def test_zero_d_arrays():
+    """Load and store of 0-d arrays (index (), shape ()): the interpreter had
+    stored into a copy (a NumPy scalar) and code generation had failed."""
+    out, half = np.zeros((), np.float32), np.zeros((), np.float16)
+    run(zero_d, [np.array(-3.5, np.float32), out, half])
+    assert out.shape == () and out == -6.0 and half == np.float16(-3.5)
+
+
+@ct.kernel
 def scalar_store(out, v):
     ct.store(out, (ct.bid(0),), v)     # a scalar is stored as a 1-element tile
 

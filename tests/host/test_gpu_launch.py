@@ -27,6 +27,18 @@ def _ref(x, y, alpha):
     return alpha * x.astype(np.float64) + y
 
 
+@ct.kernel
+def zero_d_update(x, out):
+    ct.store(out, (), ct.load(x, (), ()) * 2 + 1)
+
+
+def test_zero_d_arrays():
+    cp = pytest.importorskip("cupy")
+    x, out = cp.asarray(np.float32(-3.5)).reshape(()), cp.zeros((), cp.float32)
+    ct.launch(None, (1,), zero_d_update, (x, out))
+    assert out.shape == () and float(out) == -6.0
+
+
 def test_cupy_arrays_and_streams():
     cp = pytest.importorskip("cupy")
     rng = np.random.default_rng(1)

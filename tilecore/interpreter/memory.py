@@ -84,7 +84,8 @@ def _tile_box(ctx: BlockContext, op: Op, arr: np.ndarray, index: list) -> Option
         if ctx.bounds.first_outside(op):
             _warn_outside(ctx, op, arr, tile_index, shape)
         return None
-    return tuple(arr_slices), tuple(tile_slices), order
+    # (..., ): a view of a 0-d array too, where arr[()] would be a copy (a NumPy scalar)
+    return (*arr_slices, Ellipsis), (*tile_slices, Ellipsis), order
 
 
 def _describe(ctx: BlockContext, op: Op, arr: np.ndarray, tile_index: tuple, shape: tuple,

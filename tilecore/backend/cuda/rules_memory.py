@@ -47,7 +47,7 @@ class _TileAccess:
         vector width set by a narrower array, e.g. 8 floats beside int8 data)
         takes several 16-byte accesses."""
         lay, arr, ndim = self.layout, self.arr, len(self.shape)
-        if not (arr.aligned16 and arr.unit_stride and self.order[-1] == ndim - 1):
+        if ndim == 0 or not (arr.aligned16 and arr.unit_stride and self.order[-1] == ndim - 1):
             return 1
         v = lay.vec
         while v > 1:
@@ -104,7 +104,7 @@ class _TileAccess:
         for c, ax in zip(self._names(last), self.order):
             s = self.arr.stride(ax)
             terms.append(c if s == "1" else f"{c} * {s}")
-        return " + ".join(terms)
+        return " + ".join(terms) or "0"   # a 0-d array: its one element
 
 
 def _tile_access(ctx: Ctx, op: Op, arr: ArrayArg, index, chunk) -> None:
