@@ -23,9 +23,9 @@ the copy with one tile a block, 74% loading ahead; 2^27: 76% and 84%). The
 ticket of the tile after next is drawn while the next tile loads, so the
 atomic's round trip is not on a tile's path either (+1-2%), and that tile
 is prefetched into L2 at once (`ct.prefetch`, a tilecore extension): its load,
-two tiles later, waits on L2 rather than memory, which keeps more of memory's
-bandwidth in flight than two tiles of registers a block can (H200, 2^27: 86%
-of the copy without the prefetch, 95% with it). No aggregate
+an iteration later, waits on L2 rather than memory, which keeps more of
+memory's bandwidth in flight than the two tiles of registers a block holds
+(H200, 2^27: 86% of the copy without the prefetch, 95% with it). No aggregate
 waits for a look-back, and a look-back waits only for aggregates of smaller
 tile numbers: still no deadlock.
 
