@@ -83,6 +83,17 @@ def affine_ref(p, q):
     return int(affine(np.uint64(p), np.uint64(q)))
 
 
+def affine_scan_ref(u, init=None, exclusive=False):
+    """The sequential affine scan of uint32 array u (as ints)."""
+    return seq_scan([int(v) for v in u], affine_ref, None if init is None else int(init),
+                    exclusive)
+
+
+def exclusive_cumsum(x):
+    """0, x[0], x[0] + x[1], ...: the exclusive sum of x, in NumPy's cumsum dtype."""
+    return np.concatenate([[0], np.cumsum(x)[:-1]])
+
+
 def user_add(a, b):
     return a + b
 
@@ -97,7 +108,7 @@ def take_last(a, b):
 def test_sums_float32_sizes(n, mode):
     x = small_ints(np.float32, n)
     for method, want in ((S.inclusive_sum, np.cumsum(x)),
-                         (S.exclusive_sum, np.concatenate([[0], np.cumsum(x)[:-1]])[:n])):
+                         (S.exclusive_sum, exclusive_cumsum(x)[:n])):
         y = np.full(n + 3, 7, np.float32)
         run(method, x, y, n, mode=mode)
         np.testing.assert_array_equal(y[:n], want)
@@ -143,7 +154,7 @@ def test_narrow_sums_wrap_in_int32_and_convert():
 def test_in_place(mode):
     x = small_ints(np.float32, 1000)
     for method, want in ((S.inclusive_sum, np.cumsum(x)),
-                         (S.exclusive_sum, np.concatenate([[0], np.cumsum(x)[:-1]]))):
+                         (S.exclusive_sum, exclusive_cumsum(x))):
         z = x.copy()
         run(method, z, z, z.size, mode=mode)
         np.testing.assert_array_equal(z, want)
@@ -188,12 +199,12 @@ def test_non_commutative_user_op(mode):
     x = RNG.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
     y = np.zeros_like(x)
     run(S.inclusive_scan, x, y, affine, n, mode=mode)
-    np.testing.assert_array_equal(y, seq_scan([int(v) for v in x], affine_ref))
+    np.testing.assert_array_equal(y, affine_scan_ref(x))
     init = np.uint32((3 << 16) | 5)
     run(S.exclusive_scan, x, y, affine, init, n, mode=mode)
-    np.testing.assert_array_equal(y, seq_scan([int(v) for v in x], affine_ref, int(init), True))
+    np.testing.assert_array_equal(y, affine_scan_ref(x, init, True))
     run(S.inclusive_scan_init, x, y, affine, init, n, mode=mode)
-    np.testing.assert_array_equal(y, seq_scan([int(v) for v in x], affine_ref, int(init)))
+    np.testing.assert_array_equal(y, affine_scan_ref(x, init))
 
 
 @pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
@@ -546,7 +557,7 @@ def test_exclusive_pairs_on_the_large_tile_only(monkeypatch, n):
     y = np.zeros_like(x)
     monkeypatch.setattr(ct, "launch", spy)
     run(S.exclusive_sum, x, y, n, mode=m)
-    np.testing.assert_array_equal(y, np.concatenate([[0], np.cumsum(x)[:-1]]).astype(np.int32))
+    np.testing.assert_array_equal(y, exclusive_cumsum(x).astype(np.int32))
     f = small_ints(np.float32, n, -1000, 1000)        # exact (see test_exclusive_pairs)
     got, want = np.zeros_like(f), np.zeros_like(f)
     run(S.exclusive_sum, f, got, n, mode=m)
@@ -584,12 +595,12 @@ def test_groups_float_user_and_by_key(group):
     x = small_ints(np.float32, n)
     y = np.zeros_like(x)
     run(S.exclusive_sum, x, y, n, mode=m)
-    np.testing.assert_array_equal(y, np.concatenate([[0], np.cumsum(x)[:-1]]))
+    np.testing.assert_array_equal(y, exclusive_cumsum(x))
     u = RNG.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
     yu = np.zeros_like(u)
     init = np.uint32((3 << 16) | 5)
     run(S.exclusive_scan, u, yu, affine, init, n, mode=m)
-    np.testing.assert_array_equal(yu, seq_scan([int(v) for v in u], affine_ref, int(init), True))
+    np.testing.assert_array_equal(yu, affine_scan_ref(u, init, True))
     keys = runs_of(n, 150)
     run(S.inclusive_sum_by_key, keys, x, y, n, mode=m)
     np.testing.assert_array_equal(y, by_key_ref(keys, x, operator.add))
@@ -640,7 +651,7 @@ def test_one_launch_recomputes_the_prefix(monkeypatch, mode):
         run(S.inclusive_sum, x, y, n, mode=m)
         np.testing.assert_array_equal(y, np.cumsum(x))
         run(S.exclusive_sum, x, y, n, mode=m)
-        np.testing.assert_array_equal(y, np.concatenate([[0], np.cumsum(x)[:-1]]))
+        np.testing.assert_array_equal(y, exclusive_cumsum(x))
         i = small_ints(np.int32, n)
         yi = np.zeros_like(i)
         run(S.exclusive_scan, i, yi, "max", np.int32(-5), n, mode=m)
@@ -651,8 +662,7 @@ def test_one_launch_recomputes_the_prefix(monkeypatch, mode):
         for method, extra, excl in ((S.exclusive_scan, (init,), True),
                                     (S.inclusive_scan, (), False)):
             run(method, u, yu, affine, *extra, n, mode=m)
-            np.testing.assert_array_equal(
-                yu, seq_scan([int(v) for v in u], affine_ref, int(init) if excl else None, excl))
+            np.testing.assert_array_equal(yu, affine_scan_ref(u, init if excl else None, excl))
         xd = small_ints(np.float64, n)
         yd = np.zeros_like(xd)
         run(S.inclusive_scan_init, xd, yd, "add", np.float64(2.0), n, mode=m)
@@ -743,11 +753,11 @@ def test_load_ahead_grids(monkeypatch, blocks_per_sm):
     x = small_ints(np.int32, n)
     y = np.zeros_like(x)
     run(S.exclusive_sum, x, y, n, mode=m)
-    np.testing.assert_array_equal(y, np.concatenate([[0], np.cumsum(x)[:-1]]))
+    np.testing.assert_array_equal(y, exclusive_cumsum(x))
     u = RNG.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
     yu = np.zeros_like(u)
     run(S.inclusive_scan, u, yu, affine, n, mode=m)
-    np.testing.assert_array_equal(yu, seq_scan([int(v) for v in u], affine_ref))
+    np.testing.assert_array_equal(yu, affine_scan_ref(u))
     grid = min(10, 2 * blocks_per_sm)
     assert seen == [((grid,), True, 10 + grid)] * 2
 
@@ -761,7 +771,7 @@ def test_load_ahead_in_place_by_key_and_user():
     for dtype in (np.int32, np.int64):
         x = small_ints(dtype, n)
         for method, want in ((S.inclusive_sum, np.cumsum(x)),
-                             (S.exclusive_sum, np.concatenate([[0], np.cumsum(x)[:-1]]))):
+                             (S.exclusive_sum, exclusive_cumsum(x))):
             z = x.copy()
             run(method, z, z, n, mode=AHEAD)
             np.testing.assert_array_equal(z, want.astype(dtype))
@@ -781,7 +791,7 @@ def test_load_ahead_in_place_by_key_and_user():
     init = np.uint32((3 << 16) | 5)
     z = u.copy()
     run(S.exclusive_scan, z, z, affine, init, n, mode=AHEAD)                # in place
-    np.testing.assert_array_equal(z, seq_scan([int(v) for v in u], affine_ref, int(init), True))
+    np.testing.assert_array_equal(z, affine_scan_ref(u, init, True))
     i = small_ints(np.int32, n)
     yi = np.zeros_like(i)
     run(S.inclusive_scan, i, yi, lambda a, b: a, n, mode=AHEAD)

@@ -662,21 +662,6 @@ def prefix_lookback(t, w, words, status, vals, P, a_head, agg, WINDOW, ACC, KIND
 
 
 @ct.function
-def tile_ahead(x, keys, y, n, t, tiles, status, vals, P, u, hu, h, a_head, agg, TILE, ACC,
-               KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, PACKED, WIDE):
-    """Tile t of a block that loads ahead (scan_ahead): a tile of the input
-    (t < tiles) is loaded (tile_parts) and its aggregate published at once; the
-    ticket past the tiles that ends the block loads nothing (no index past the
-    input is formed: 32-bit offsets stay below num_items) and returns the parts
-    given (u, hu, h, a_head, agg) as they are."""
-    if t < tiles:
-        u, hu, h, a_ok, a_head, agg = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID,
-                                                 EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, WIDE)
-        publish_aggregate(status, vals, P, t, a_head, agg, ACC, PACKED)
-    return u, hu, h, a_head, agg
-
-
-@ct.function
 def lookback_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, WINDOW, ACC, KIND,
                   OP, ID, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, PACKED, WIDE, OVERLAP):
     """Tile t of a mode-2 block that loads ahead (scan_ahead), after its load and
@@ -915,16 +900,15 @@ def groups_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, GRO
 
 
 @ct.function
-def groups_begin(x, keys, y, n, t, tiles, status, vals, P, u, hu, h, a_head, agg, TILE, GROUP,
-                 ACC, KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, PACKED, WIDE):
-    """Tile t of a mode-3 block that loads ahead (scan_ahead): a tile of the
-    input is loaded and published at once, its aggregate, or for a group's last
-    tile the group's aggregate, as soon as the group's other aggregates are in
-    (published by blocks as they load them: this waits for nothing else). The
-    ticket past the tiles loads nothing and returns the parts given as they are."""
-    if t < tiles:
-        u, hu, h, a_ok, a_head, agg = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID,
-                                                 EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, WIDE)
+def publish_ahead(status, vals, P, t, a_head, agg, GROUP, ACC, KIND, OP, ID, BY_KEY, PACKED,
+                  MODE):
+    """What tile t of a block that loads ahead (scan_ahead) publishes as soon as it
+    is loaded: its aggregate, or in mode 3 for a group's last tile the group's
+    aggregate, once the group's other aggregates are in (published by blocks as
+    they load them: this waits for nothing else)."""
+    if MODE == 2:
+        publish_aggregate(status, vals, P, t, a_head, agg, ACC, PACKED)
+    else:
         k = t // GROUP
         j = t - k * GROUP
         if j != GROUP - 1:
@@ -937,7 +921,6 @@ def groups_begin(x, keys, y, n, t, tiles, status, vals, P, u, hu, h, a_head, agg
             hd = ct.where(own, a_head, ct.astype(((words >> 32) & HEAD) >> 1, ct.int32))
             publish_group(status, vals, P, k, ct.where(own, agg, v), hd, a_head, GROUP, KIND,
                           OP, ID, ACC, BY_KEY, PACKED)
-    return u, hu, h, a_head, agg
 
 
 # --- blocks that load ahead (modes 2 and 3) -----------------------------------------------------
@@ -948,20 +931,20 @@ def scan_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, SIZE, ACC, K
     3, SIZE: its group), as examples/lookback_scan.py: a grid of about the
     resident blocks, each taking tiles by ticket until its ticket runs past the
     tiles (each block takes exactly one such ticket, which ends it). A block
-    loads its next tile and publishes what that tile publishes (tile_ahead,
-    groups_begin) before it finds the prefix of the tile it holds and stores
-    it (lookback_rest, groups_rest): memory stays busy while it waits, and its
+    loads its next tile and publishes what that tile publishes (begin_ahead)
+    before it finds the prefix of the tile it holds and stores it
+    (lookback_rest, groups_rest): memory stays busy while it waits, and its
     predecessors have long published their aggregates by the time it looks
     (one tile a block moves in waves behind the slowest load before it). The
     ticket of the tile after next is drawn while the next one loads, and that
     tile is prefetched into L2 at once (prefetch_tile; the second tile is not:
     all blocks prefetching it at the start delay the first loads, H200 2^24
-    int32 -4%). No
-    aggregate waits for a look-back (mode 3: a group's aggregate waits only for
-    the group's tile aggregates), and a look-back waits only for what smaller
-    tiles publish, taken by running blocks: no deadlock, resident or not. Mode
-    3 folds what it folds without PIPE, in the same association: the same bits.
-    (Never SINGLE: the host loads ahead only over several tiles.)"""
+    int32 -4%). No aggregate waits for a look-back (mode 3: a group's aggregate
+    waits only for the group's tile aggregates), and a look-back waits only for
+    what smaller tiles publish, taken by running blocks: no deadlock, resident
+    or not. Mode 3 folds what it folds without PIPE, in the same association:
+    the same bits. (Never SINGLE: the host loads ahead only over several
+    tiles.)"""
     tiles = (n - 1) // TILE + 1
     t = ticket(counter, False)
     t_next = t
@@ -1016,16 +999,17 @@ def prefetch_tile(x, keys, y, t, TILE, BY_KEY, IN_PLACE):
 @ct.function
 def begin_ahead(x, keys, y, n, t, tiles, status, vals, P, u, hu, h, a_head, agg, TILE, SIZE, ACC,
                 KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, PACKED, WIDE, MODE):
-    """Tile t's load and publication in scan_ahead: tile_ahead (MODE 2) or
-    groups_begin (MODE 3)."""
-    if MODE == 2:
-        return tile_ahead(x, keys, y, n, t, tiles, status, vals, P, u, hu, h, a_head, agg,
-                          TILE, ACC, KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, PACKED,
-                          WIDE)
-    else:
-        return groups_begin(x, keys, y, n, t, tiles, status, vals, P, u, hu, h, a_head, agg,
-                            TILE, SIZE, ACC, KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE,
-                            PACKED, WIDE)
+    """Tile t of a block that loads ahead (scan_ahead): a tile of the input
+    (t < tiles) is loaded (tile_parts) and what it publishes published at once
+    (publish_ahead); the ticket past the tiles that ends the block loads nothing
+    (no index past the input is formed: 32-bit offsets stay below num_items) and
+    returns the parts given (u, hu, h, a_head, agg) as they are."""
+    if t < tiles:
+        u, hu, h, a_ok, a_head, agg = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID,
+                                                 EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, WIDE)
+        publish_ahead(status, vals, P, t, a_head, agg, SIZE, ACC, KIND, OP, ID, BY_KEY, PACKED,
+                      MODE)
+    return u, hu, h, a_head, agg
 
 
 @ct.kernel

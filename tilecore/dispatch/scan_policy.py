@@ -17,7 +17,8 @@ All are deterministic for the operators they run (scan_kernels.py).
 Modes 2 and 3 with `load_ahead` 1 run about the resident blocks (at most sm_count *
 blocks_per_sm), each taking tiles until the input ends and loading its next
 tile (publishing that tile's aggregate) before it looks back for the one it
-holds (scan_kernels.scan_ahead); 0: one tile a block.
+holds, the tile after next prefetched into L2 (scan_kernels.scan_ahead); 0:
+one tile a block.
 Inputs of at most `one_launch_max_items` items, not in place (by key too),
 run in one launch of scan_recompute (its own tile: one_launch_block_threads x
 one_launch_items_per_thread), whose blocks fold the items before their tiles

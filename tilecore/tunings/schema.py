@@ -258,8 +258,8 @@ SCAN = AlgorithmSchema(
         Param("load_ahead", 0, 1, False,
               "modes 2 and 3: 1: a grid of at most sm_count * blocks_per_sm blocks, each taking "
               "tiles by ticket until the input ends and loading its next tile (publishing "
-              "that tile's aggregate) before it looks back for the one it holds; 0: one "
-              "tile a block",
+              "that tile's aggregate) before it looks back for the one it holds, the tile "
+              "after next prefetched into L2; 0: one tile a block",
               applies=lambda key, p: _scan_mode(key, p) in (2, 3)),
         Param("blocks_per_sm", 1, 32, False,
               "reduce-then-scan: at most sm_count * blocks_per_sm blocks, each scanning a "
