@@ -48,3 +48,15 @@ def count_calls(monkeypatch, targets) -> dict:
     for module, attr, name in targets:
         monkeypatch.setattr(module, attr, wrap(name, getattr(module, attr)))
     return counts
+
+
+def run_keys(rng: np.random.Generator, n: int, max_run: int, dtype=np.int32) -> np.ndarray:
+    """n keys 0, 0, 1, 1, 1, 2, ... in runs of rng.integers(1, max_run) items each.
+    Draws only as many run lengths as n items need: a length for every item, cut to n
+    afterwards, builds about n * max_run / 2 keys first (80 GB at 2^22 items, runs up
+    to 5000: the host kills the process)."""
+    lengths = np.zeros(0, np.int64)
+    while lengths.sum() < n:
+        more = max(16, 2 * (n - int(lengths.sum())) // max_run + 16)
+        lengths = np.concatenate([lengths, rng.integers(1, max_run, more)])
+    return np.repeat(np.arange(lengths.size), lengths)[:n].astype(dtype)

@@ -25,7 +25,7 @@ import pytest
 import tilecore.algorithms.reduce_by_key as RBK
 from tilecore.algorithms import DeviceReduce as R
 from tilecore.dispatch import override_policy
-from algo_helpers import count_calls
+from algo_helpers import count_calls, run_keys
 
 TILE = 64
 SMALL = 200             # the one-launch path's threshold in these tests
@@ -364,7 +364,7 @@ def test_one_launch_float_sums_close_and_deterministic():
     """float32 sums of runs of every length up to 3 tiles: within rounding of a
     float64 reference, and bit-identical call to call."""
     n = SMALL
-    keys = np.repeat(np.arange(n), RNG.integers(1, 3 * TILE, n))[:n].astype(np.int32)
+    keys = run_keys(RNG, n, 3 * TILE)
     vals = RNG.standard_normal(n).astype(np.float32)
     u, a, r = call(keys, vals, "add")
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
@@ -659,7 +659,7 @@ def shipped():
 @pytest.mark.gpu
 @pytest.mark.parametrize("n", [1, 1000, 4095, 4097, 1 << 16, (1 << 16) + 1, 10**6 + 3])
 def test_gpu_against_numpy(cp, shipped, n):
-    keys = np.repeat(np.arange(n), np.random.default_rng(n).integers(1, 50, n))[:n].astype(np.int32)
+    keys = run_keys(np.random.default_rng(n), n, 50)
     vals = np.random.default_rng(1).integers(-9, 9, n).astype(np.int64)
     with override_policy("scan"):
         u, a, r, _ = gpu_call(cp, cp.asarray(keys), cp.asarray(vals), "add")
@@ -714,7 +714,7 @@ def test_gpu_cuda_graph_capture_and_replay(cp, shipped):
 @pytest.mark.parametrize("n", [1000, 1 << 16])
 def test_gpu_one_launch_bit_identical_and_cached(cp, shipped, general, n):
     rng = np.random.default_rng(5)
-    keys = cp.asarray(np.repeat(np.arange(n), rng.integers(1, 3000, n))[:n].astype(np.int32))
+    keys = cp.asarray(run_keys(rng, n, 3000))
     vals = cp.asarray(rng.standard_normal(n).astype(np.float32))
     first = [cp.asnumpy(v) for v in gpu_call(cp, keys, vals, "add")[:3]]
     u, a, r, temp = gpu_call(cp, keys, vals, "add")

@@ -18,6 +18,7 @@ import pytest
 import tilecore as ct
 from tilecore.algorithms import DeviceScan as S, cumsum, scan_kernels as K
 from tilecore.dispatch import override_policy
+from algo_helpers import run_keys
 
 TILE = 64
 _SMALL = dict(block_threads=32, items_per_thread=2, blocks_per_sm=2, small_items=0,
@@ -246,8 +247,7 @@ def test_init_accumulator_types():
 
 # --- by key ------------------------------------------------------------------------------------
 def runs_of(n, max_run=20):
-    keys = np.repeat(np.arange(n), RNG.integers(1, max_run, n))[:n]
-    return keys.astype(np.int32)
+    return run_keys(RNG, n, max_run)
 
 
 def by_key_ref(keys, x, f, init=None, exclusive=False):
@@ -382,7 +382,8 @@ def test_policy_tables_and_overrides():
     assert (half.block_threads, half.items_per_thread, half.load_ahead) == (512, 64, 0)
     assert "sm_80.yaml" in select_scan_policy(86, key).source
     assert select_scan_policy(70, key).source == "built-in"
-    assert select_scan_policy(120, {**key, "op": "user"}).tile_items == 8192  # sm_90's row
+    user = select_scan_policy(120, {**key, "op": "user"})        # sm_90's float32 user row
+    assert (user.block_threads, user.items_per_thread, user.load_ahead) == (128, 64, 1)
     with pytest.raises(TuningError, match="'mode': expected a value in 0..4, got 5"):
         with override_policy("scan", mode=5):
             pass

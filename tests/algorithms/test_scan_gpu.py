@@ -8,6 +8,7 @@ import pytest
 
 from tilecore.algorithms import DeviceScan as S, cumsum
 from tilecore.dispatch import override_policy
+from algo_helpers import run_keys
 
 pytestmark = pytest.mark.gpu
 
@@ -115,7 +116,7 @@ def test_ordered_lookback_bits_do_not_depend_on_the_window(cp, op):
     rng = np.random.default_rng(21)
     n = 2**22 + 3
     x = cp.asarray(rng.standard_normal(n).astype(np.float32))
-    keys = cp.asarray(np.repeat(np.arange(n), rng.integers(1, 5000, n))[:n].astype(np.int32))
+    keys = cp.asarray(run_keys(rng, n, 5000))
     calls = [(S.inclusive_scan, (x, None, op, n)),
              (S.exclusive_scan, (x, None, op, np.float32(0.25), n)),
              (S.inclusive_scan_by_key, (keys, x, None, op, n))]
@@ -202,7 +203,7 @@ def test_load_ahead(cp, tiles):
         yi = cp.zeros(n, cp.int64)
         run(cp, S.inclusive_scan, cp.asarray(i), yi, "min", n)
         np.testing.assert_array_equal(cp.asnumpy(yi), np.minimum.accumulate(i))
-        keys = np.repeat(np.arange(n), rng.integers(1, 3000, n))[:n].astype(np.int32)
+        keys = run_keys(rng, n, 3000)
         v = rng.integers(-100, 100, n).astype(np.int32)
         z = cp.asarray(v)
         run(cp, S.inclusive_sum_by_key, cp.asarray(keys), z, z, n)
@@ -244,7 +245,7 @@ def test_groups_load_ahead_same_bits(cp, tiles):
     for n in (tile + 1, 2**20 + 7, 2**25 + 3):
         x = cp.asarray(rng.standard_normal(n).astype(np.float32))
         d = cp.asarray(rng.standard_normal(n))
-        keys = cp.asarray(np.repeat(np.arange(n), rng.integers(1, 3000, n))[:n].astype(np.int32))
+        keys = cp.asarray(run_keys(rng, n, 3000))
         with override_policy("scan", small_items=0, mode=3, **tiles):
             want = scans(n, x, d, keys)
         np.testing.assert_allclose(cp.asnumpy(x).astype(np.float64).cumsum()[-1],
@@ -277,7 +278,7 @@ def test_non_commutative_user_op(cp):
 def test_by_key_and_in_place(cp):
     rng = np.random.default_rng(4)
     n = 2**22 + 1
-    keys = np.repeat(np.arange(n), rng.integers(1, 3000, n))[:n].astype(np.int32)
+    keys = run_keys(rng, n, 3000)
     v = rng.integers(-100, 100, n).astype(np.int32)
     z = cp.asarray(v)
     run(cp, S.inclusive_sum_by_key, cp.asarray(keys), z, z, n)

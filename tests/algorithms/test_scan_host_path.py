@@ -15,7 +15,7 @@ from tilecore.algorithms import scan as SM
 from tilecore.algorithms import scan_convenience as SC
 from tilecore.dispatch import override_policy
 from tilecore.runtime import DeviceArray
-from algo_helpers import count_calls
+from algo_helpers import count_calls, run_keys
 
 pytestmark = pytest.mark.interpreter_only
 
@@ -74,7 +74,7 @@ def _calls(x, y, keys, temp, n):
 
 def _data(n=N):
     x = RNG.integers(-20, 20, n).astype(np.float32)
-    keys = np.repeat(np.arange(n), RNG.integers(1, 40, n))[:n].astype(np.int32)
+    keys = run_keys(RNG, n, 40)
     return x, keys
 
 
