@@ -20,8 +20,9 @@ between them (benchmarks/RESULTS.md, thirteenth session); a block that loads
 ahead keeps memory busy while it waits, and by the time it looks back its
 predecessors have long published their aggregates (H200, 2^24 int32: 61% of
 the copy with one tile a block, 74% loading ahead; 2^27: 76% and 84%). The
-ticket of the tile after next is drawn while the next tile loads, so the
-atomic's round trip is not on a tile's path either (+1-2%), and that tile
+ticket of the tile after next is drawn while the next tile loads (and the
+second ticket while the first tile loads), so the atomic's round trip is not
+on a tile's path either (+1-2%; the first: +0.3-0.5% at 2^24), and that tile
 is prefetched into L2 at once (`ct.prefetch`, a tilecore extension): its load,
 an iteration later, waits on L2 rather than memory, which keeps more of
 memory's bandwidth in flight than the two tiles of registers a block holds
@@ -125,10 +126,10 @@ def lookback_scan(x, y, ticket, status, TILE: ct.Constant[int], WINDOW: ct.Const
     tiles = ct.cdiv(x.shape[0], TILE)
     last = tiles + ct.num_blocks(0) - 1      # each block takes one ticket past the tiles
     t, epoch = take_ticket(ticket, last)
+    data = ct.load(x, (t,), (TILE,), padding_mode=ct.PaddingMode.ZERO)  # in flight first
     u = t
     if t < tiles:
         u, _ = take_ticket(ticket, last)      # the next tile's ticket, drawn a tile early
-    data = ct.load(x, (t,), (TILE,), padding_mode=ct.PaddingMode.ZERO)
     total = ct.sum(data, 0, keepdims=True)   # the tile's aggregate, published at once
     if (t > 0) & (t < tiles):
         ct.store(status, (t,), status_word(epoch, AGGREGATE, total), memory_order=MO.RELAXED,
