@@ -59,6 +59,19 @@ def scan_in_loop(x, y, n):
 
 
 @ct.kernel
+def fold_in_loop(a, b, oa, ob, n, T: ct.Constant[int]):
+    """The composition of n tiles of T affine maps, each tile folded whole."""
+    ra = ct.full((1,), 1, ct.int32)
+    rb = ct.zeros((1,), ct.int32)
+    for i in range(n):
+        fa, fb = ct.reduce((ct.load(a, (i,), (T,)), ct.load(b, (i,), (T,))), 0, affine, (1, 0),
+                           keepdims=True)
+        ra, rb = affine(ra, rb, fa, fb)
+    ct.store(oa, (0,), ra)
+    ct.store(ob, (0,), rb)
+
+
+@ct.kernel
 def copy_only(x, y):
     ct.store(y, (0,), ct.load(x, (0,), (256,)))
 
@@ -84,6 +97,55 @@ def test_other_axis_is_staged_and_reverse_reaches_the_header():
 def test_scan_in_a_loop_waits_before_reuse():
     x = np.zeros(1024, np.float32)
     assert ", false, true>(" in _source(scan_in_loop, (x, x[:256].copy(), 4))
+
+
+# fewer items than threads (2: tile_fold's small path, no tile_allfold), one warp of one
+# item each (32), one warp's 2 rounds (256), 4 warps' 2 rounds (1024: 8 totals, every
+# thread folds them), 16 warps' 4 rounds (8192: 64 totals, 2 a lane)
+FOLD_TILES = [2, 32, 256, 1024, 8192]
+
+
+@pytest.mark.parametrize("tile", FOLD_TILES)
+def test_whole_tile_fold_reaches_every_thread_without_a_broadcast(tile):
+    """A fold of a whole tile of whole chunks a thread to one value leaves it in
+    every thread (tc::tile_allfold, the barriers of a built-in reduction); in a
+    loop its call site waits before its shared totals are rewritten. A tile of
+    fewer items than threads keeps tile_fold and its broadcast."""
+    a = np.zeros(4 * tile, np.int32)
+    src = _source(fold_in_loop, (a, a, a[:1].copy(), a[:1].copy(), 4, tile))
+    if tile == 2:
+        assert "tc::tile_fold<32, 2, 1, 2>" in src and "tc::tile_allfold<" not in src
+    else:
+        assert "tc::tile_allfold<" in src and ", true>(" in src and "tc::tile_fold<" not in src
+
+
+def test_folds_of_several_segments_keep_their_broadcast():
+    a = np.zeros((4, 1024), np.int32)
+    src = _source(fold_2d, (a, a, a[:, :1].copy(), a[:, :1].copy(), 4, 1024, 1))
+    assert "tc::tile_fold<" in src and "tc::tile_allfold<" not in src
+
+
+def _fold_in_loop(xp, to_host, tile):
+    n = 5
+    a = RNG.integers(-3, 4, n * tile).astype(np.int32)
+    b = RNG.integers(-1000, 1000, n * tile).astype(np.int32)
+    oa, ob = xp.zeros(1, np.int32), xp.zeros(1, np.int32)
+    ct.launch(None, (1,), fold_in_loop, (xp.asarray(a), xp.asarray(b), oa, ob, n, tile))
+    ea, eb = _affine_ref(a[None], b[None], 1, False)
+    np.testing.assert_array_equal(to_host(oa), ea[0, -1:])
+    np.testing.assert_array_equal(to_host(ob), eb[0, -1:])
+
+
+@pytest.mark.parametrize("tile", FOLD_TILES)
+def test_whole_tile_folds_in_a_loop(tile):
+    _fold_in_loop(np, np.asarray, tile)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tile", FOLD_TILES)
+def test_gpu_whole_tile_folds_in_a_loop(tile):
+    cp = pytest.importorskip("cupy")
+    _fold_in_loop(cp, cp.asnumpy, tile)
 
 
 def test_no_scan_header_without_scans():
@@ -238,6 +300,34 @@ int run_fold() {
   return bad != 0;
 }
 
+// tc::tile_allfold: the whole tile's fold in every thread, twice from one call site (its
+// shared totals reused), against the sequential fold.
+template <int NT, int N, int V>
+int run_allfold() {
+  constexpr int P = N / NT > 1 ? N / NT : 1;
+  const std::vector<A> x = digits(N);
+  std::vector<A> out(2 * NT, A{0, 0});
+  block(NT, [&](int t) {
+    A y[P];
+    for (int k = 0; k < P; ++k) {
+      const int e = ((k / V) * NT + t) * V + k % V;
+      y[k] = x[e];
+    }
+    for (int again = 0; again < 2; ++again) {
+      out[again * NT + t] = tc::tile_allfold<NT, N, V, 0, true>(y, cat);
+      y[0] = again == 0 && t == 0 ? A{5, 10} : y[0];  // the second fold sees a new first item
+    }
+  });
+  int bad = 0;
+  for (int again = 0; again < 2; ++again) {
+    A acc = again == 0 ? x[0] : A{5, 10};
+    for (int i = 1; i < N; ++i) acc = cat(acc, x[i]);
+    for (int t = 0; t < NT; ++t) bad += out[again * NT + t].v != acc.v || out[again * NT + t].p != acc.p;
+  }
+  if (bad) printf("allfold NT=%d N=%d V=%d: %d wrong\n", NT, N, V, bad);
+  return bad != 0;
+}
+
 // tc::tile_fold_sequential: a whole small tile, left to right; lane i's element
 // is x[i] - i so the fold of (a - b) tells any other association apart.
 template <int NT, int N>
@@ -299,6 +389,14 @@ int main() {
   fails += run_fold<1024, 16, 1, 16>();
   fails += run_fold<512, 256, 1, 256>();    // a group's words: 8 warps busy
   fails += run_fold<128, 64, 1, 64>();      // 2 warps, 2 idle
+  fails += run_allfold<32, 32, 1>();        // one warp, one round
+  fails += run_allfold<32, 256, 4>();       // one warp, 2 rounds (the butterfly)
+  fails += run_allfold<128, 1024, 4>();     // 4 warps, 2 rounds: 8 totals, every thread
+  fails += run_allfold<128, 8192, 4>();     // DeviceScan's 128 x 64: 64 totals, 2 a lane
+  fails += run_allfold<256, 8192, 4>();     // 256 x 32: 64 totals
+  fails += run_allfold<64, 8192, 4>();      // 32 rounds of 2 warps: 64 totals
+  fails += run_allfold<96, 384, 4>();       // 3 warps, one round: 3 totals
+  fails += run_allfold<128, 512, 1>();      // one item a round: 4 rounds, 16 totals
   fails += run_fold_sequential<32, 32>();   // the ordered look-back's window: a whole warp
   fails += run_fold_sequential<512, 16>();  // half a warp of 16 warps
   fails += run_fold_sequential<64, 2>();

@@ -25,7 +25,7 @@ fast-launch slots hold.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import itemgetter
 from typing import Any, Callable, Optional
 
@@ -219,6 +219,7 @@ ORDERED_WINDOW_MAX = 32
 # items per thread of an exclusive user scan at most: float32 `a + b` at 512 x 64 spills
 # 552 bytes under NVRTC 13.0 for sm_90 (inclusive: none), at 512 x 32 none
 EXCL_USER_ITEMS = 32
+EXCL_USER_THREADS = 512     # ... and threads at most, to keep the row's tile (512 x 32 as above)
 # a user operator's tile steps down to no fewer items per thread than this when it spills
 FIT_MIN_ITEMS = 8
 # temporary-storage layouts a plan keeps (distinct input sizes called with)
@@ -241,14 +242,19 @@ def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool
                and not acc.is_float)
         pairs = (policy.exclusive_pairs >= 1 and exclusive and not by_key and kind != "user"
                  and mode in _SINGLE_PASS_FINISHED and not inv)
-        threads = policy.block_threads
         # an exclusive user scan's tile is shifted by one item and carries (ok, value)
         # pairs through its fold and scan (no identity for lane 0): about twice the
         # live values of the inclusive tile a user row is set for (the tuning key does
-        # not tell inclusive from exclusive), so at most EXCL_USER_ITEMS items a thread
+        # not tell inclusive from exclusive), so at most EXCL_USER_ITEMS items a thread,
+        # on the row's tile where EXCL_USER_THREADS allow (sm_90's float32 128 x 64 row:
+        # 256 x 32, no stack; 128 x 32 spilled 24 bytes under NVRTC 13.5)
+        if (kind == "user" and exclusive and not by_key
+                and policy.items_per_thread > EXCL_USER_ITEMS):
+            tile = policy.block_threads * policy.items_per_thread
+            policy = replace(policy, items_per_thread=EXCL_USER_ITEMS, block_threads=max(
+                policy.block_threads, min(EXCL_USER_THREADS, tile // EXCL_USER_ITEMS)))
+        threads = policy.block_threads
         items = policy.items_per_thread
-        if kind == "user" and exclusive and not by_key:
-            items = min(items, EXCL_USER_ITEMS)
         ident = identity(kind, acc) if kind != "user" else 0
         plan = _plans[cache_key] = _Plan(
             in_dtype, acc, kind, op, ident, eq, exclusive, by_key, policy, target,

@@ -9,7 +9,9 @@ data. A scan along another axis first lays the tile out with that axis last
 (through shared memory) and back afterwards. A fold is a scan whose segment
 totals (the last element of each) go through shared memory to the result's
 layout. A fold along the last axis in segments of whole chunks skips the
-scan: tc::tile_fold combines each segment's chunks pairwise in order. A
+scan: tc::tile_fold combines each segment's chunks pairwise in order, and
+a fold of a whole tile to one value, tc::tile_allfold, leaves it in every
+thread (no put, no broadcast: the barriers of a built-in reduction). A
 sequential fold (left to right) runs in one warp or one thread a segment.
 """
 from __future__ import annotations
@@ -171,6 +173,18 @@ def _fold(ctx: Ctx, op: Op) -> None:
     lay = ctx.layout(x0.type)
     ctx.open("")
     a, f = _combiner(ctx, op)
+    rlay = ctx.layout(op.results[0].type)
+    guard = f"if ({rlay.valid('e')}) " if rlay.partial else ""
+    if not op.attrs.get("sequential") and _folds_to_every_thread(ctx, op):
+        # the whole tile's total in every thread: no put, no broadcast (tc::tile_allfold)
+        y, _ = _stage(ctx, op, a)
+        reused = "true" if ctx.in_loop() else "false"
+        ctx.line(f"const {a} tot = tc::tile_allfold<{ctx.threads}, {x0.type.size}, {lay.vec}, "
+                 f"{ctx.new_slot()}, {reused}>({y}, {f});")
+        ctx.for_each(rlay, [f"{guard}{o}.v[k] = tot.m{i};" for i, o in enumerate(outs)],
+                     need_e=bool(guard))
+        ctx.close()
+        return
     if op.attrs.get("sequential"):
         totals = _fold_sequential(ctx, op, a, f)
     elif _folds_directly(ctx, op):
@@ -189,8 +203,6 @@ def _fold(ctx: Ctx, op: Op) -> None:
         last = f"e % {length} == {length - 1}" + (f" && {lay.valid('e')}" if lay.partial else "")
         ctx.for_each(lay, [f"if ({last}) {{ {writes} }}"])
     ctx.line("__syncthreads();")
-    rlay = ctx.layout(op.results[0].type)
-    guard = f"if ({rlay.valid('e')}) " if rlay.partial else ""
     ctx.for_each(rlay, [f"{guard}{o}.v[k] = {t}[e];" for o, t in zip(outs, totals)],
                  need_e=True)
     ctx.line("__syncthreads();")
@@ -251,6 +263,23 @@ def _folds_directly(ctx: Ctx, op: Op) -> bool:
     if size < ctx.threads * lay.vec:   # tile_fold_small: the whole tile, one item a thread
         return lay.vec == 1 and shape[axis] == size and size > 1 and size & (size - 1) == 0
     return len(op.operands) <= 2 and shape[axis] > lay.vec
+
+
+def _folds_to_every_thread(ctx: Ctx, op: Op) -> bool:
+    """Whether `op` folds its whole tile of whole chunks a thread to one value that
+    tc::tile_allfold hands to every thread (scan.cuh allfold_fits: the warps' totals
+    at most 32, or a whole number a lane): a user operator's tile aggregate then
+    waits at the barriers a built-in reduction's does (one, two in a loop) instead
+    of three. Not tiles of fewer elements than threads (a look-back's window): the
+    same change there pushed NVRTC 13.5's float32 reduce-then-scan downsweep
+    (256 x 32) from 172 registers to 128 and 32 bytes of stack."""
+    x0 = op.operands[0]
+    size, threads, vec = x0.type.size, ctx.threads, ctx.layout(x0.type).vec
+    if x0.type.shape[op.attrs["axis"]] != size or size < threads * vec:
+        return False
+    totals = size // (threads * vec) * (threads // 32)
+    return (_folds_directly(ctx, op) and size % (threads * vec) == 0
+            and (totals <= 32 or totals % 32 == 0))
 
 
 RULES = {"scan": _scan, "fold": _fold}

@@ -197,27 +197,21 @@ __device__ __forceinline__ void tile_scan(A* y, F f) {
   }
 }
 
-// The totals of a tile's segments of L consecutive (row-major) elements,
-// combined in order with f (associative, not commutative): what a fold needs,
-// without the prefixes of every element that tile_scan computes. Layout as
-// tile_scan's; needs segments of whole chunks (L > V) and every thread holding
-// whole chunks (N >= NT * V). put(s, total) is called once for each segment s
-// by one thread; nothing is synchronized after it (the caller's barrier).
-//   1. each thread folds each of its chunks (registers);
-//   2. the lanes of a segment fold their chunks' totals pairwise in order
-//      (fold_down; for segments of whole warps the rounds first trade halves, the
-//      butterfly below);
-//   3. segments wider than a warp's round: the warps' totals go through shared memory
-//      (one barrier) and a thread per segment folds them in order (a warp per segment,
-//      lanes then a shuffle tree, where few segments hold 32 or more totals each).
-template <int NT, int N, int V, int L, class A, class F, class Put>
-__device__ __forceinline__ void tile_fold_chunks(const A* y, F f, Put put) {
-  constexpr int P = N / NT, R = P / V;
-  static_assert(L > V && N >= NT * V && P % V == 0 && NT % 32 == 0, "fold layout");
+// Whether tile_fold_chunks' rounds trade halves first (a butterfly, below): segments
+// span whole warps and a thread holds 2..32 rounds, a power of two of them.
+template <int NT, int N, int V, int L>
+constexpr bool fold_butterfly = L > 32 * V && N / NT / V >= 2 && N / NT / V <= 32 &&
+                                ((N / NT / V) & (N / NT / V - 1)) == 0;
+
+// Steps 1 and 2 of tile_fold_chunks: each thread's chunks folded (c[r], round r), then
+// the lanes of a segment folded in order. Where fold_butterfly, lane r < R of a warp
+// ends with the warp's total of the round r's bits pick (store_round_totals); else
+// lane 0 (of each group of W lanes) with its total of every round r in c[r].
+template <int NT, int N, int V, int L, class A, class F>
+__device__ __forceinline__ void fold_chunk_rounds(const A* y, F f, A* c, int lane) {
+  constexpr int R = N / NT / V;
   constexpr int G = L / V < NT ? L / V : NT;  // threads of a segment in one round
   constexpr int W = G < 32 ? G : 32;
-  const int lane = (int)threadIdx.x & 31;
-  A c[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     c[r] = y[r * V];
@@ -229,8 +223,7 @@ __device__ __forceinline__ void tile_fold_chunks(const A* y, F f, Put put) {
   // i and i + d (i's bit d clear) trade halves of their rounds, i keeping the lower
   // half, each combining the lower lane's value first (in order); after log2(R) levels
   // lane i holds one round (its bits pick the halves), folded into lanes 0 .. R-1
-  constexpr bool BUTTERFLY = L > 32 * V && R >= 2 && R <= 32 && (R & (R - 1)) == 0;
-  if constexpr (BUTTERFLY) {
+  if constexpr (fold_butterfly<NT, N, V, L>) {
 #pragma unroll
     for (int d = 1; d < R; d <<= 1) {
       const int half = R / (2 * d);
@@ -249,6 +242,62 @@ __device__ __forceinline__ void tile_fold_chunks(const A* y, F f, Put put) {
 #pragma unroll
     for (int r = 0; r < R; ++r) c[r] = fold_down<1, W>(c[r], f, lane);
   }
+}
+
+// Step 3's start: warp wi's total of round r into part[r * NW + wi] (segments wider than
+// a warp's round).
+template <int NT, int N, int V, int L, class A>
+__device__ __forceinline__ void store_round_totals(const A* c, A* part, int lane, int wi) {
+  constexpr int R = N / NT / V, NW = NT / 32;
+  if constexpr (fold_butterfly<NT, N, V, L>) {
+    if (lane < R) {
+      int r = 0;
+#pragma unroll
+      for (int d = 1; d < R; d <<= 1) r += (lane & d) ? R / (2 * d) : 0;
+      part[r * NW + wi] = c[0];
+    }
+  } else if (lane == 0) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) part[r * NW + wi] = c[r];
+  }
+}
+
+// fold_down's tree over the W lanes of each group with every lane ending with its
+// group's total: lanes i and i ^ d trade values and both combine the lower lane's first
+// (in order, the same association as fold_down).
+template <int W, class A, class F>
+__device__ __forceinline__ A fold_all(A x, F f, int lane) {
+#pragma unroll
+  for (int d = 1; d < W; d <<= 1) {
+    const A o = shfl_any<2>(x, lane ^ d);
+    const bool up = (lane & d) != 0;
+    x = f(select_words(up, o, x), select_words(up, x, o));
+  }
+  return x;
+}
+
+// The totals of a tile's segments of L consecutive (row-major) elements,
+// combined in order with f (associative, not commutative): what a fold needs,
+// without the prefixes of every element that tile_scan computes. Layout as
+// tile_scan's; needs segments of whole chunks (L > V) and every thread holding
+// whole chunks (N >= NT * V). put(s, total) is called once for each segment s
+// by one thread; nothing is synchronized after it (the caller's barrier).
+//   1. each thread folds each of its chunks (registers);
+//   2. the lanes of a segment fold their chunks' totals pairwise in order
+//      (fold_down; for segments of whole warps the rounds first trade halves, the
+//      butterfly of fold_chunk_rounds);
+//   3. segments wider than a warp's round: the warps' totals go through shared memory
+//      (one barrier) and a thread per segment folds them in order (a warp per segment,
+//      lanes then a shuffle tree, where few segments hold 32 or more totals each).
+template <int NT, int N, int V, int L, class A, class F, class Put>
+__device__ __forceinline__ void tile_fold_chunks(const A* y, F f, Put put) {
+  constexpr int P = N / NT, R = P / V;
+  static_assert(L > V && N >= NT * V && P % V == 0 && NT % 32 == 0, "fold layout");
+  constexpr int G = L / V < NT ? L / V : NT;  // threads of a segment in one round
+  constexpr int W = G < 32 ? G : 32;
+  const int lane = (int)threadIdx.x & 31;
+  A c[R];
+  fold_chunk_rounds<NT, N, V, L>(y, f, c, lane);
   if constexpr (L <= 32 * V) {  // a segment is W lanes of one round
     if ((lane & (W - 1)) == 0) {
 #pragma unroll
@@ -261,17 +310,7 @@ __device__ __forceinline__ void tile_fold_chunks(const A* y, F f, Put put) {
     __shared__ __align__(16) unsigned char raw[R * NW * sizeof(A)];
     A* part = reinterpret_cast<A*>(raw);
     const int wi = (int)threadIdx.x >> 5;
-    if constexpr (BUTTERFLY) {
-      if (lane < R) {
-        int r = 0;
-#pragma unroll
-        for (int d = 1; d < R; d <<= 1) r += (lane & d) ? R / (2 * d) : 0;
-        part[r * NW + wi] = c[0];
-      }
-    } else if (lane == 0) {
-#pragma unroll
-      for (int r = 0; r < R; ++r) part[r * NW + wi] = c[r];
-    }
+    store_round_totals<NT, N, V, L>(c, part, lane, wi);
     __syncthreads();
     // a segment's RS * GW totals lie in order at part[r0 * NW + w0 ...]
     constexpr int K = RS * GW;
@@ -357,6 +396,49 @@ __device__ __forceinline__ void tile_fold(const A* y, F f, Put put) {
     tile_fold_small<NT, N>(y, f, put);
   } else {
     tile_fold_chunks<NT, N, V, L>(y, f, put);
+  }
+}
+
+// The whole tile's fold (tile_fold with one segment, L == N, in the same association:
+// the same bits) in every thread, as block_allreduce gives a built-in reduction's: the
+// warps' totals go through shared memory once and every warp folds them itself, so a
+// call waits at one barrier (REUSED, a call site that runs again: two) where tile_fold,
+// its put and the broadcast of the result wait at three. SLOT names the call site (its
+// own shared totals). allfold_fits says which tiles it takes: whole chunks a thread,
+// K (the warps' round totals) at most 32 or a whole number a lane.
+template <int NT, int N, int V>
+constexpr bool allfold_fits = NT % 32 == 0 && N % (NT * V) == 0 && N > V &&
+                              (N / NT / V * (NT / 32) <= 32 || N / NT / V * (NT / 32) % 32 == 0);
+
+template <int NT, int N, int V, int SLOT, bool REUSED, class A, class F>
+__device__ __forceinline__ A tile_allfold(const A* y, F f) {
+  static_assert(allfold_fits<NT, N, V>, "allfold layout");
+  constexpr int R = N / NT / V, NW = NT / 32;
+  const int lane = (int)threadIdx.x & 31;
+  A c[R];
+  fold_chunk_rounds<NT, N, V, N>(y, f, c, lane);
+  if constexpr (NT == 32 && R == 1) {  // one warp, one round: lane 0 holds it
+    return shfl_any<2>(c[0], 0);
+  } else {
+    constexpr int K = R * NW;  // in element order at part[0 .. K)
+    __shared__ __align__(16) unsigned char raw[K * sizeof(A)];
+    A* part = reinterpret_cast<A*>(raw);
+    store_round_totals<NT, N, V, N>(c, part, lane, (int)threadIdx.x >> 5);
+    __syncthreads();
+    A t;
+    if constexpr (K % 32 == 0) {  // every warp: K / 32 a lane, then fold_down's tree
+      constexpr int E = K / 32;
+      t = part[lane * E];
+#pragma unroll
+      for (int e = 1; e < E; ++e) t = f(t, part[lane * E + e]);
+      t = fold_all<32>(t, f, lane);
+    } else {  // every thread, in order
+      t = part[0];
+#pragma unroll
+      for (int k = 1; k < K; ++k) t = f(t, part[k]);
+    }
+    if constexpr (REUSED) __syncthreads();  // every thread has read the totals
+    return t;
   }
 }
 
