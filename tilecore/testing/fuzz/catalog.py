@@ -19,16 +19,12 @@ NOT_FUZZED_IR: dict[str, str] = {
     "atomic_rmw": "atomics (issue 14): the old values of repeated indices depend on the GPU's "
                   "order of updates; tested in tests/*/test_*atomics*.py",
     "atomic_cas": "atomics (issue 14): as atomic_rmw",
-    "scan": "scans and custom folds were added while the fuzzer was written; their "
-            "generator (float scans: a tolerance for any association) is still to write",
-    "fold": "as scan",
 }
 
 # Tile-code function of language/ops.py -> why the fuzzer does not call it.
 NOT_FUZZED_FUNCTIONS: dict[str, str] = {
     **{f"atomic_{fn}": "atomics (issue 14): as NOT_FUZZED_IR['atomic_rmw']"
        for fn in ("add", "max", "min", "and", "or", "xor", "xchg", "cas")},
-    **{fn: "as NOT_FUZZED_IR['scan']" for fn in ("scan", "reduce", "cumsum", "cumprod")},
 }
 
 # Open bugs the generator steers around (GenConfig.known_issues), so that runs

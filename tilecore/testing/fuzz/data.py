@@ -5,6 +5,8 @@ next to a rounding midpoint of a narrower float, which catch double rounding
 in conversions)."""
 from __future__ import annotations
 
+import functools
+
 import ml_dtypes
 import numpy as np
 
@@ -32,13 +34,17 @@ def _float_specials(dtype: DType) -> np.ndarray:
                      1.0, -1.0, float(fi.eps), big / 2, 0.5, -2.0])
 
 
+@functools.lru_cache(maxsize=None)
 def _grid_values(name: str) -> np.ndarray:
-    """Every finite value of a float format of at most 16 bits, sorted."""
+    """Every finite value of a float format of at most 16 bits, sorted (cached:
+    large inputs draw thousands of ties)."""
     dt = np.dtype(D.lookup(name).numpy_dtype)
     with np.errstate(all="ignore"):
         codes = np.arange(2 ** (8 * dt.itemsize), dtype=np.uint8 if dt.itemsize == 1
                           else np.uint16).view(dt).astype(np.float64)
-    return np.unique(codes[np.isfinite(codes)])
+    grid = np.unique(codes[np.isfinite(codes)])
+    grid.setflags(write=False)
+    return grid
 
 
 def _ties(rng: np.random.Generator, src: DType, n: int) -> np.ndarray:

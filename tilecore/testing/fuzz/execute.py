@@ -1,7 +1,8 @@
 """Running one generated program: load its kernel from a real file (the front
 end reads kernel source), lower it, run it in the interpreter (twice: in
 block order and in a random block order, which must agree since no two blocks
-write one element), then compile it for sm_80/sm_90 (CPU machines) or run it
+write one element; its scans and folds checked against the NumPy model of
+reference.py in between), then compile it for sm_80/sm_90 (CPU machines) or run it
 on the GPU and compare every array with the interpreter's under the
 tolerances of tolerance.py.
 """
@@ -22,22 +23,25 @@ import numpy as np
 
 from ... import config
 from ...errors import TileError
+from . import reference
 from .model import Program
 from .tolerance import EXACT, compare
 
 __all__ = ["Outcome", "Timeout", "run_program", "load_kernel", "lower", "ir_coverage"]
 
-STAGES = ("lower", "interp", "order", "compile", "gpu")
+STAGES = ("lower", "interp", "model", "order", "compile", "gpu")
 # The stage that failed -> the outcome's status.
-_STATUS = {"lower": "rejected", "interp": "interp_error", "order": "order_dependent",
-           "compile": "compile_error", "gpu": "gpu_error"}
+_STATUS = {"lower": "rejected", "interp": "interp_error", "model": "model_error",
+           "order": "order_dependent", "compile": "compile_error", "gpu": "gpu_error"}
 
 
 @dataclass
 class Outcome:
     """What happened to one program. status: ok, rejected (the front end
     refused a program the generator believes valid), interp_error,
-    fold_mismatch (constant folding disagrees with run time), order_dependent,
+    fold_mismatch (constant folding disagrees with run time), model_mismatch (a
+    scan or fold disagrees with the NumPy model, reference.py; model_error: the
+    model failed), order_dependent,
     compile_error, gpu_error, mismatch."""
 
     seed: int
@@ -203,6 +207,12 @@ def _run_stages(prog: Program, workdir: Path, out: Outcome, gpu: bool, archs: tu
             out.status, out.stage, out.error = "fold_mismatch", stage, refuted[0]
             out.detail = (f"constant folding and run time disagree in {refuted} (blocks "
                           f"{np.flatnonzero(~bases[refuted[0]]).tolist()})")
+            return
+
+        out.stage = stage = "model"
+        bad = reference.check(prog, bases)
+        if bad is not None:
+            out.status, out.error, out.detail = "model_mismatch", bad[0], bad[1]
             return
 
         if check_order and np.prod(grid) > 1:

@@ -1,6 +1,7 @@
 """Value-producing ops of the generator: element-wise arithmetic, comparisons,
 bitwise ops, unary math, where, astype, reductions, shape ops and factories
-(memory ops are in memops.py, constant-folding checks in folding.py). Each
+(memory ops are in memops.py, scans and custom folds in scans.py,
+constant-folding checks in folding.py). Each
 function takes the generator, emits zero or more statements and returns
 whether it did anything.
 
@@ -22,7 +23,7 @@ import numpy as np
 
 from ...language import dtypes as D
 from ...language.dtypes import DType
-from . import memops
+from . import memops, scans
 from .consts import literal, loose_const
 from .folding import fold_check
 from .generate import Gen, carrier_ok
@@ -604,5 +605,5 @@ OPS = {
     "binary": (30, binary), "compare": (8, compare), "unary": (10, unary), "where": (6, where),
     "astype": (8, astype), "bitcast": (2, bitcast), "reduce": (7, reduce), "argreduce": (3, argreduce),
     "shape": (10, shape_op), "factory": (3, factory), "fold": (2, fold_check),
-    **memops.OPS,
+    **memops.OPS, **scans.OPS,
 }

@@ -25,7 +25,7 @@ from ...language.dtypes import DType
 from ...language.enums import PaddingMode
 from . import data
 from .catalog import KNOWN_ISSUES
-from .model import OutputSpec, Param, Program, Stmt, Var
+from .model import Check, OutputSpec, Param, Program, Stmt, Var
 from .tolerance import CARRIER_ONLY, EXACT, Tol
 from .typerules import ARITH, STORAGE_ONLY
 
@@ -69,6 +69,8 @@ class Gen:
         self.params: list[Param] = []
         self.outputs: dict[str, OutputSpec] = {}
         self.features: set[str] = set()
+        self.checks: list[Check] = []     # scans/folds the NumPy model checks (reference.py)
+        self.helpers: list[str] = []      # module-level functions (scans.py)
         self.scopes: list[list[Var]] = [[]]
         self.bodies: list[list[Stmt]] = [[]]   # statement lists being filled
         self.uses: Counter = Counter()
@@ -424,7 +426,8 @@ def generate(seed: int, cfg: Optional[GenConfig] = None) -> Program:
     for _ in range(g.rng.randint(3, g.cfg.max_ops)):
         random_op(g, exprs, control)
     g.epilogue()
-    return Program(seed, g.params, g.bodies[0], g.grid, g.outputs, g.features)
+    return Program(seed, g.params, g.bodies[0], g.grid, g.outputs, g.features,
+                   checks=g.checks, helpers=g.helpers)
 
 
 def random_op(g: Gen, exprs, control) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 from ...language.dtypes import DType
 from .tolerance import EXACT, Tol
 
-__all__ = ["Var", "Stmt", "Param", "OutputSpec", "Program"]
+__all__ = ["Var", "Stmt", "Param", "OutputSpec", "Check", "Program"]
 
 INDENT = "    "
 
@@ -141,6 +141,30 @@ class OutputSpec:
 
 
 @dataclass
+class Check:
+    """A scan or fold whose result the NumPy model (reference.py) recomputes
+    from its operands: the kernel stores the operands (`ins`, broadcast to
+    `shape`) and results (`outs`) flattened into row `bl` of 2-d output arrays
+    and sets element `bl` of the bool array `flag` in the same statement.
+    kind: 'scan' or 'fold'; func: a key of reference.FUNCS; dtypes: the
+    results' dtypes (operands are converted to them: bool cumsum counts in
+    int32); axis: normalized; mode: how results compare (reference.py)."""
+
+    kind: str
+    func: str
+    dtypes: tuple[str, ...]
+    shape: tuple[int, ...]
+    axis: int
+    mode: str = "exact"
+    reverse: bool = False
+    keepdims: bool = False
+    sequential: bool = False
+    ins: tuple[str, ...] = ()
+    outs: tuple[str, ...] = ()
+    flag: str = ""
+
+
+@dataclass
 class Program:
     seed: int
     params: list[Param]
@@ -150,6 +174,8 @@ class Program:
     features: set[str] = field(default_factory=set)
     name: str = "fuzz_kernel"
     text: Optional[str] = None   # the module as saved by a reproducer (replaces `body`)
+    checks: list[Check] = field(default_factory=list)
+    helpers: list[str] = field(default_factory=list)   # module-level functions, as source
 
     def source(self, drop: frozenset = frozenset()) -> str:
         """The kernel module: imports, then the kernel without statements in `drop`."""
@@ -158,8 +184,10 @@ class Program:
         sig = []
         for p in self.params:
             sig.append(f"{p.name}: ct.Constant" if p.role == "const" else p.name)
-        lines = ["import numpy as np", "import tilecore as ct", "", "",
-                 "@ct.kernel", f"def {self.name}({', '.join(sig)}):"]
+        lines = ["import numpy as np", "import tilecore as ct", "", ""]
+        for helper in self.helpers:
+            lines += helper.splitlines() + ["", ""]
+        lines += ["@ct.kernel", f"def {self.name}({', '.join(sig)}):"]
         lines += _render_block(self.body, 1, drop)
         return "\n".join(lines) + "\n"
 

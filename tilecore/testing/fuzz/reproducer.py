@@ -3,12 +3,13 @@
 A reproducer directory holds kernel.py (the kernel module, minimized when
 possible), inputs.npz (every array parameter's base array), meta.json (grid,
 parameters with their views, scalar and constant values, output tolerances,
-the failure) and README.txt with the command that replays it:
-`python -m tilecore.testing.fuzz --replay DIR [--gpu]`.
+the scans and folds the NumPy model checks, the failure) and README.txt with
+the command that replays it: `python -m tilecore.testing.fuzz --replay DIR [--gpu]`.
 """
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from ...language import dtypes as D
 from ...language.dtypes import DType, from_numpy
 from ...language.enums import PaddingMode
 from .execute import Outcome
-from .model import OutputSpec, Param, Program
+from .model import Check, OutputSpec, Param, Program
 from .tolerance import Tol
 
 __all__ = ["save", "load"]
@@ -69,6 +70,7 @@ def save(prog: Program, outcome: Outcome, directory: Path, drop: frozenset = fro
                     "transpose": p.transpose} for p in prog.params],
         "outputs": {k: {"tol": vars(v.tol), "shadow": v.shadow, "must_be_true": v.must_be_true}
                     for k, v in prog.outputs.items()},
+        "checks": [asdict(c) for c in prog.checks],
         "status": outcome.status, "stage": outcome.stage, "error": outcome.error,
         "detail": outcome.detail[-4000:], "statements_dropped": len(drop),
     }
@@ -96,5 +98,7 @@ def load(directory: Path) -> Program:
                             p["transpose"]))
     outputs = {k: OutputSpec(Tol(**v["tol"]), v["shadow"], v["must_be_true"])
                for k, v in meta["outputs"].items()}
+    checks = [Check(**{k: tuple(v) if isinstance(v, list) else v for k, v in c.items()})
+              for c in meta.get("checks", ())]
     return Program(meta["seed"], params, [], tuple(meta["grid"]), outputs, name=meta["name"],
-                   text=(directory / "kernel.py").read_text())
+                   text=(directory / "kernel.py").read_text(), checks=checks)

@@ -37,6 +37,9 @@ Within a bound from the data ("sum", "prod"): float sum and prod reductions add
   partial product overflows or underflows, which the shadow max(|x|, 1/|x|)
   guarantees when n log2(shadow) stays inside the exponent range; otherwise
   the element is not checked. A sum whose sum|x| may overflow is not checked.
+  Scans and custom folds (cumsum, cumprod, scan/reduce with `a + b`) take the
+  same bounds, but accumulate in their own dtype: their combining function
+  rounds every step to it, 16-bit floats too (`scan_tol`).
 FMA contraction: NVRTC fuses a float32/float64 multiply (or a division by a
   constant, compiled as a multiplication) followed by an add or sub into one
   FMA, which rounds once instead of twice. The generator never feeds such a
@@ -55,7 +58,7 @@ import numpy as np
 from ...language import dtypes as D
 from ...language.dtypes import DType
 
-__all__ = ["Tol", "EXACT", "ZSIGN", "math_tol", "narrowed", "join", "reduce_tol",
+__all__ = ["Tol", "EXACT", "ZSIGN", "math_tol", "narrowed", "join", "reduce_tol", "scan_tol",
            "APPROX_EXP_LIMIT", "DIV_APPROX_TOL", "compare", "CARRIER_ONLY"]
 
 
@@ -152,6 +155,19 @@ def reduce_tol(fn: str, dtype: DType, terms: int) -> Tol:
         return ZSIGN
     acc = "float64" if dtype is D.float64 else "float32"
     return Tol(fn, terms=terms, acc=acc)
+
+
+def scan_tol(fn: str, dtype: DType, terms: int) -> Tol:
+    """Tolerance of a float scan or fold ('sum' or 'prod') along `terms`
+    elements, in any association: each step rounds to `dtype` itself. In a
+    16-bit float (n - 1) u is not small, so the first-order bound 2 n u is
+    kept above the exact one, 2 gamma(n - 1) = 2 (n-1) u / (1 - (n-1) u), by
+    counting n / (1 - (n-1) u) terms; past (n - 1) u = 1/2 so many that
+    nothing is checked (compare's overflow guard)."""
+    u = float(ml_dtypes.finfo(dtype.numpy_dtype).eps) / 2
+    ku = (terms - 1) * u
+    return Tol(fn, terms=math.ceil(terms / (1 - ku)) if ku < 0.5 else 2 ** 60,
+               acc=dtype.name)
 
 
 # --- comparison ---------------------------------------------------------------------------------
