@@ -15,7 +15,7 @@ from ...language import dtypes as D
 from ...language.dtypes import DType
 from .consts import literal, loose_const
 from .exprs import readable, same_type_update
-from .generate import Gen, random_op
+from .generate import Gen, random_op, tile_loop_bound
 from .memops import store_now
 from .model import Stmt, Var
 from .tolerance import EXACT, ZSIGN, join
@@ -257,14 +257,7 @@ def k_loop(g: Gen) -> bool:
     acc = Var(g.name("acc"), dtype, shape)
     g.emit(f"{acc.name} = ct.zeros({shape}, dtype=ct.{dtype.name})")
     k = g.name("k")
-    r = g.rng.random()
-    if r < 0.4:
-        bound = f"ct.num_tiles({a}, 1, {shape})"
-    elif r < 0.7:
-        bound = f"ct.cdiv({a}.shape[1], {shape[1]})"
-    else:
-        bound = g.scalar_param(D.int32).name
-        g.params[-1].value = tiles
+    bound = tile_loop_bound(g, a, shape, tiles)
     t = g.name("t")
     pad = "ZERO" if dtype.is_integer else g.rng.choice(("ZERO", "NEG_ZERO"))
     fn = g.rng.choice(("add", "maximum", "minimum")) if dtype.is_float else \

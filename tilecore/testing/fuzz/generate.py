@@ -443,6 +443,20 @@ def random_op(g: Gen, exprs, control) -> None:
             return
 
 
+def tile_loop_bound(g: Gen, array: str, shape: tuple, tiles: int) -> str:
+    """The trip count of a loop over the `tiles` tiles of `shape` along axis 1 of a
+    2-D array: `ct.num_tiles`, a `ct.cdiv` of the array's extent, or an int32
+    parameter holding it."""
+    r = g.rng.random()
+    if r < 0.4:
+        return f"ct.num_tiles({array}, 1, {shape})"
+    if r < 0.7:
+        return f"ct.cdiv({array}.shape[1], {shape[1]})"
+    name = g.scalar_param(D.int32).name
+    g.params[-1].value = tiles
+    return name
+
+
 def carrier_ok(v: Var) -> bool:
     """True for values that any op may read (not carrier-only)."""
     return v.tol.kind not in CARRIER_ONLY

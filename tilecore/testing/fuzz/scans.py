@@ -36,7 +36,7 @@ import numpy as np
 from ...language import dtypes as D
 from ...language.dtypes import DType
 from .consts import literal
-from .generate import Gen, carrier_ok
+from .generate import Gen, carrier_ok, tile_loop_bound
 from .model import Check, OutputSpec, Param, Stmt, Var
 from .reference import FUNCS, Func
 from .tolerance import EXACT, ZSIGN, Tol, join, scan_tol
@@ -507,14 +507,7 @@ def fold_loop(g: Gen) -> bool:
         g.emit(f"{acc.name} = ct.full((1,), {v}, ct.{acc.dtype.name})")
     callee = _callee(g, f, named=True)
     k = g.name("k")
-    r = g.rng.random()
-    if r < 0.4:
-        bound = f"ct.num_tiles({arr}, 1, (1, {size}))"
-    elif r < 0.7:
-        bound = f"ct.cdiv({arr}.shape[1], {size})"
-    else:
-        bound = g.scalar_param(D.int32).name
-        g.params[-1].value = tiles
+    bound = tile_loop_bound(g, arr, (1, size), tiles)
     block: list[Stmt] = []
     g.bodies.append(block)
     g.scopes.append([])
