@@ -23,7 +23,7 @@ import numpy as np
 
 from ...language import dtypes as D
 from ...language.dtypes import DType
-from . import memops, scans
+from . import atomics, memops, scans
 from .consts import literal, loose_const
 from .folding import fold_check
 from .generate import Gen, carrier_ok
@@ -605,5 +605,5 @@ OPS = {
     "binary": (30, binary), "compare": (8, compare), "unary": (10, unary), "where": (6, where),
     "astype": (8, astype), "bitcast": (2, bitcast), "reduce": (7, reduce), "argreduce": (3, argreduce),
     "shape": (10, shape_op), "factory": (3, factory), "fold": (2, fold_check),
-    **memops.OPS, **scans.OPS,
+    **memops.OPS, **scans.OPS, **atomics.OPS,
 }

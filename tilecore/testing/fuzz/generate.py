@@ -6,8 +6,9 @@ orders, padding modes, tiled views), scalar and Constant parameters, a random
 sequence of ops (exprs.py), memory ops and control flow (if/else, for loops
 with constant and run-time bounds, while loops with break and continue), then
 stores of the values computed. Every block writes its own tiles of each output
-(no two blocks, and no two statements, write one element), so results do not
-depend on block order. Each value carries its tolerance class
+(no two blocks, and no two statements, write one element; atomics.py's
+commutative atomics aside, whose final contents are the same in any order), so
+results do not depend on block order. Each value carries its tolerance class
 (tolerance.py); each output array records the class of what is stored in it.
 """
 from __future__ import annotations
@@ -71,6 +72,7 @@ class Gen:
         self.features: set[str] = set()
         self.checks: list[Check] = []     # scans/folds the NumPy model checks (reference.py)
         self.helpers: list[str] = []      # module-level functions (scans.py)
+        self.atomic_arrays: dict = {}     # arrays several atomics update (atomics.py)
         self.scopes: list[list[Var]] = [[]]
         self.bodies: list[list[Stmt]] = [[]]   # statement lists being filled
         self.uses: Counter = Counter()
