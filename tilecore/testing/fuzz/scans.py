@@ -310,14 +310,7 @@ def cumulative(g: Gen) -> bool:
         tol, mode = EXACT, "exact"
     var = Var(g.name("t"), dt, x.shape, tol)
     if dt.is_float:
-        t = _abs64(g, src)
-        var.shadow = g.name("sh")
-        if fn == "cumsum":
-            g.emit(f"{var.shadow} = ct.broadcast_to(ct.sum({t}, axis={axis}, keepdims=True), "
-                   f"{x.shape})")
-        else:
-            g.emit(f"{var.shadow} = ct.broadcast_to(ct.max(ct.maximum({t}, 1.0 / {t}), "
-                   f"axis={axis}, keepdims=True), {x.shape})")
+        _shadow(g, var, src, axis, prod=fn == "cumprod", scan_shape=x.shape)
     g.use(x)
     g.define(var, expr)
     if g.chance(PROBE):
@@ -325,6 +318,20 @@ def cumulative(g: Gen) -> bool:
                [(src, x.shape, x.dtype, x.tol)], [var])
     g.feature(fn, dt.name, "reverse" if reverse else "forward")
     return True
+
+
+def _shadow(g: Gen, var: Var, src: str, axis: int, *, prod: bool = False,
+            scan_shape: Optional[tuple] = None, keepdims: bool = False) -> None:
+    """Set var.shadow: what a float sum (prod: product) of src along `axis` is
+    bounded by (tolerance.py), computed by the kernel in float64; a scan's is
+    broadcast back to `scan_shape`, a fold's keeps its dims as asked."""
+    t = _abs64(g, src)
+    var.shadow = g.name("sh")
+    mag = f"ct.maximum({t}, 1.0 / {t})" if prod else t
+    kw = ", keepdims=True" if scan_shape or keepdims else ""
+    expr = f"ct.{'max' if prod else 'sum'}({mag}, axis={axis}{kw})"
+    g.emit(f"{var.shadow} = " + (f"ct.broadcast_to({expr}, {scan_shape})" if scan_shape
+                                 else expr))
 
 
 def _combine(g: Gen, kind: str, x: Var, axis: int, *, keepdims: bool = False,
@@ -375,14 +382,8 @@ def _combine(g: Gen, kind: str, x: Var, axis: int, *, keepdims: bool = False,
         tol2 = EXACT if not dtypes[1].is_float else join(EXACT, ops[1][3]) or EXACT
         results.append(Var(g.name("t"), dtypes[1], rshape, tol2))
     if mode == "sum":
-        t = _abs64(g, ops[0][0])
-        results[0].shadow = g.name("sh")
-        if kind == "scan":
-            g.emit(f"{results[0].shadow} = ct.broadcast_to(ct.sum({t}, axis={axis}, "
-                   f"keepdims=True), {shape})")
-        else:
-            g.emit(f"{results[0].shadow} = ct.sum({t}, axis={axis}"
-                   f"{', keepdims=True' if keepdims else ''})")
+        _shadow(g, results[0], ops[0][0], axis, scan_shape=shape if kind == "scan" else None,
+                keepdims=keepdims)
     g.use(x)
     if f.arity == 1:
         g.emit(f"{results[0].name} = {expr}")
