@@ -2,7 +2,8 @@
 make_inclusive_scan / make_exclusive_scan with OpKind.PLUS), CuPy's cumsum,
 torch.cumsum and the device-to-device copy, float32 and int32 at 2^24..2^28,
 all in one run on one GPU; plus a user operator computing the same sum
-(`user_add`, compiled into the same kernel) at 2^27.
+(`user_add`, compiled into the same kernel: inclusive_scan, and exclusive_scan
+with init 0) at 2^27.
 
 Bandwidth counts bytes read plus written (8 per 4-byte item: a single-pass
 scan moves what a copy moves), timed in the steady state (common.steady_ms:
@@ -85,7 +86,10 @@ class TileScan:
     def __init__(self, x, y, exclusive: bool, policy: dict | None = None, op=None):
         self.policy = policy or {}
         self.op = op
-        if op is not None:
+        if op is not None and exclusive:
+            init = x.dtype.type(0)
+            self.method = lambda t, a, b, n: DeviceScan.exclusive_scan(t, a, b, op, init, n)
+        elif op is not None:
             self.method = lambda t, a, b, n: DeviceScan.inclusive_scan(t, a, b, op, n)
         else:
             self.method = DeviceScan.exclusive_sum if exclusive else DeviceScan.inclusive_sum
@@ -172,9 +176,9 @@ def _impls(x, y, exclusive: bool, sweep: bool, log2n: int, user_sweep: bool,
     if excl_sweep and exclusive:
         for p in EXCL_SWEEP:
             impls[f"tilecore {_tag(p)}"] = TileScan(x, y, exclusive, p)
-    if log2n == 27 and not exclusive:
+    if log2n == 27:
         impls["tilecore user_add"] = TileScan(x, y, exclusive, op=user_add)
-        if user_sweep:
+        if user_sweep and not exclusive:
             for p in USER_SWEEP:
                 impls[f"tilecore user_add {_tag(p)}"] = TileScan(x, y, exclusive, p, user_add)
     try:

@@ -105,12 +105,11 @@ def test_one_launch_kernels_compile(monkeypatch, case):
 
 @pytest.mark.interpreter_only
 @pytest.mark.parametrize("dtype", [np.int32, np.float32])
-def test_exclusive_user_scan_takes_fewer_items(monkeypatch, dtype):
-    """An exclusive user scan runs at most 32 items a thread (its shifted tile
-    carries (ok, value) pairs) on the row's tile where 512 threads allow: the
-    sm_90 int32 and float32 user rows' 128 x 64 tiles become 256 x 32 (128 x 32
-    spilled 24 bytes for float32 under NVRTC 13.5), and nothing spills. (Known:
-    for sm_80 the 256 x 32 row spills 24 bytes here.)"""
+def test_exclusive_user_scan_keeps_the_inclusive_tile(monkeypatch, dtype):
+    """An exclusive user scan runs from unshifted tiles (ct.scan(exclusive=True):
+    no (ok, value) pairs) on the user row's tile, the inclusive scan's (sm_90:
+    128 x 64), and nothing spills; reduce-then-scan, whose tiles are shifted,
+    still takes at most 32 items a thread (256 x 32)."""
     monkeypatch.setenv("TILECORE_ARCH", "sm_90")
     tiles = {}
     for name, method, extra in (("incl", S.inclusive_scan, ()),
@@ -120,7 +119,14 @@ def test_exclusive_user_scan_takes_fewer_items(monkeypatch, dtype):
         ck = ct.compile(kernel, args, arch="sm_90")
         tiles[name] = (args[9], ck.block_threads)
         assert ck.stack_bytes == 0, name
-    assert tiles == {"incl": (128 * 64, 128), "excl": (256 * 32, 256)}
+        assert name == "incl" or "tc::tile_scan<128, 8192, 4, 8192, false, true, true>(" \
+            in ck.source
+    assert tiles == {"incl": (128 * 64, 128), "excl": (128 * 64, 128)}
+    with override_policy("scan", mode=1, exact_mode=1):
+        calls = captured(monkeypatch, S.exclusive_scan, big(dtype), big(dtype), add, dtype(0), N)
+    (partials, a_p), (downsweep, a_d) = calls
+    assert (partials.pyfunc.__name__, a_p[6], downsweep.pyfunc.__name__, a_d[7]) == \
+        ("scan_partials", 256 * 32, "scan_downsweep", 256 * 32)
 
 
 @pytest.mark.interpreter_only

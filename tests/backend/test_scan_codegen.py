@@ -72,6 +72,15 @@ def fold_in_loop(a, b, oa, ob, n, T: ct.Constant[int]):
 
 
 @ct.kernel
+def fold_once(a, b, oa, ob, T: ct.Constant[int]):
+    """One tile of T affine maps folded whole, outside any loop."""
+    fa, fb = ct.reduce((ct.load(a, (0,), (T,)), ct.load(b, (0,), (T,))), 0, affine, (1, 0),
+                       keepdims=True)
+    ct.store(oa, (0,), fa)
+    ct.store(ob, (0,), fb)
+
+
+@ct.kernel
 def copy_only(x, y):
     ct.store(y, (0,), ct.load(x, (0,), (256,)))
 
@@ -99,7 +108,7 @@ def test_scan_in_a_loop_waits_before_reuse():
     assert ", false, true>(" in _source(scan_in_loop, (x, x[:256].copy(), 4))
 
 
-# fewer items than threads (2: tile_fold's small path, no tile_allfold), one warp of one
+# fewer items than threads (2: tile_fold_small's layout), one warp of one
 # item each (32), one warp's 2 rounds (256), 4 warps' 2 rounds (1024: 8 totals, every
 # thread folds them), 16 warps' 4 rounds (8192: 64 totals, 2 a lane)
 FOLD_TILES = [2, 32, 256, 1024, 8192]
@@ -109,14 +118,17 @@ FOLD_TILES = [2, 32, 256, 1024, 8192]
 def test_whole_tile_fold_reaches_every_thread_without_a_broadcast(tile):
     """A fold of a whole tile of whole chunks a thread to one value leaves it in
     every thread (tc::tile_allfold, the barriers of a built-in reduction); in a
-    loop its call site waits before its shared totals are rewritten. A tile of
-    fewer items than threads keeps tile_fold and its broadcast."""
+    loop its call site waits before its shared totals are rewritten. Outside a
+    loop a tile of fewer items than threads keeps tile_fold and its broadcast
+    (rules_scan._folds_to_every_thread)."""
     a = np.zeros(4 * tile, np.int32)
     src = _source(fold_in_loop, (a, a, a[:1].copy(), a[:1].copy(), 4, tile))
+    assert "tc::tile_allfold<" in src and ", true>(" in src and "tc::tile_fold<" not in src
+    once = _source(fold_once, (a, a, a[:1].copy(), a[:1].copy(), tile))
     if tile == 2:
-        assert "tc::tile_fold<32, 2, 1, 2>" in src and "tc::tile_allfold<" not in src
+        assert "tc::tile_fold<32, 2, 1, 2>" in once and "tc::tile_allfold<" not in once
     else:
-        assert "tc::tile_allfold<" in src and ", true>(" in src and "tc::tile_fold<" not in src
+        assert "tc::tile_allfold<" in once and ", false>(" in once
 
 
 def test_folds_of_several_segments_keep_their_broadcast():
@@ -239,8 +251,10 @@ void block(int nt, Body body) {
   for (auto& th : threads) th.join();
 }
 
-template <int NT, int N, int V, int L, bool REV>
+// EXCL: the exclusive scan, seeded with a value that is no identity of cat (never combined).
+template <int NT, int N, int V, int L, bool REV, bool EXCL>
 int run() {
+  const A seed{5, 100};
   constexpr int P = N / NT > 1 ? N / NT : 1;
   const std::vector<A> x = digits(N);
   std::vector<A> out(N);
@@ -250,7 +264,11 @@ int run() {
       const int e = ((k / V) * NT + t) * V + k % V;
       y[k] = e < N ? x[e] : A{999, 7};  // threads past a small tile hold garbage
     }
-    tc::tile_scan<NT, N, V, L, REV, true>(y, cat);
+    if constexpr (EXCL) {
+      tc::tile_scan<NT, N, V, L, REV, true, true>(y, cat, seed);
+    } else {
+      tc::tile_scan<NT, N, V, L, REV, true>(y, cat);
+    }
     for (int k = 0; k < P; ++k) {
       const int e = ((k / V) * NT + t) * V + k % V;
       if (e < N) out[e] = y[k];
@@ -261,11 +279,14 @@ int run() {
     A acc{};
     for (int i = 0; i < L; ++i) {
       const int e = s * L + (REV ? L - 1 - i : i);
+      const A before = i == 0 ? seed : acc;
       acc = i == 0 ? x[e] : cat(acc, x[e]);
-      bad += out[e].v != acc.v || out[e].p != acc.p;
+      const A& want = EXCL ? before : acc;
+      bad += out[e].v != want.v || out[e].p != want.p;
     }
   }
-  if (bad) printf("NT=%d N=%d V=%d L=%d REV=%d: %d wrong\n", NT, N, V, L, (int)REV, bad);
+  if (bad) printf("NT=%d N=%d V=%d L=%d REV=%d EXCL=%d: %d wrong\n", NT, N, V, L, (int)REV,
+                  (int)EXCL, bad);
   return bad != 0;
 }
 
@@ -311,7 +332,7 @@ int run_allfold() {
     A y[P];
     for (int k = 0; k < P; ++k) {
       const int e = ((k / V) * NT + t) * V + k % V;
-      y[k] = x[e];
+      y[k] = e < N ? x[e] : A{999, 7};  // threads past a small tile hold garbage
     }
     for (int again = 0; again < 2; ++again) {
       out[again * NT + t] = tc::tile_allfold<NT, N, V, 0, true>(y, cat);
@@ -351,7 +372,8 @@ int run_fold_sequential() {
   return bad;
 }
 
-#define BOTH(NT, N, V, L) fails += run<NT, N, V, L, false>() + run<NT, N, V, L, true>();
+#define BOTH(NT, N, V, L) fails += run<NT, N, V, L, false, false>() + \
+    run<NT, N, V, L, true, false>() + run<NT, N, V, L, false, true>() + run<NT, N, V, L, true, true>();
 int main() {
   int fails = 0;
   BOTH(32, 8, 1, 8)          // fewer elements than threads
@@ -397,6 +419,10 @@ int main() {
   fails += run_allfold<64, 8192, 4>();      // 32 rounds of 2 warps: 64 totals
   fails += run_allfold<96, 384, 4>();       // 3 warps, one round: 3 totals
   fails += run_allfold<128, 512, 1>();      // one item a round: 4 rounds, 16 totals
+  fails += run_allfold<32, 8, 1>();         // fewer elements than threads: part of a warp
+  fails += run_allfold<512, 32, 1>();       // a window of status words: one warp busy
+  fails += run_allfold<512, 256, 1>();      // a group's words: 8 warps busy
+  fails += run_allfold<128, 64, 1>();       // 2 warps, 2 idle
   fails += run_fold_sequential<32, 32>();   // the ordered look-back's window: a whole warp
   fails += run_fold_sequential<512, 16>();  // half a warp of 16 warps
   fails += run_fold_sequential<64, 2>();
@@ -411,6 +437,7 @@ int main() {
 def test_tile_scan_on_the_cpu(tmp_path):
     """The scan and fold algorithms of scan.cuh over every kind of segment (within
     a chunk, a group of lanes, of warps, whole rounds), scans forward and reverse,
+    inclusive and exclusive,
     against a sequential scan and fold of a non-commutative operation."""
     src = tmp_path / "emulate.cpp"
     src.write_text(textwrap.dedent(_EMULATION))

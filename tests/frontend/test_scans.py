@@ -469,6 +469,87 @@ def test_sequential_reduce_folds_left_to_right(n):
     assert o_pairs[0] == kept[0] - kept[1:].sum()
 
 
+# --- exclusive scans (tilecore's extension) ------------------------------------------------------
+def _exclusive(xs, axis, reverse, f, ids):
+    """The sequential inclusive scan shifted by one along `axis` (toward the end, or
+    toward the start for reverse), the vacated first element `ids`."""
+    incl = _seq_scan(xs, axis, reverse, f)
+    out = []
+    for y, i in zip(incl, ids):
+        y = np.moveaxis(y, axis, -1)
+        fill = np.full(y.shape[:-1] + (1,), i, y.dtype)
+        y = np.concatenate((y[..., 1:], fill) if reverse else (fill, y[..., :-1]), axis=-1)
+        out.append(np.moveaxis(y, -1, axis))
+    return out
+
+
+@ct.kernel
+def affine_exclusive(a, b, oa, ob, M: ct.Constant[int], N: ct.Constant[int],
+                     AX: ct.Constant[int], REV: ct.Constant[bool]):
+    ta = ct.load(a, (0, 0), (M, N))
+    tb = ct.load(b, (0, 0), (M, N))
+    ra, rb = ct.scan((ta, tb), AX, affine, (1, 0), reverse=REV, exclusive=True)
+    ct.store(oa, (0, 0), ra)
+    ct.store(ob, (0, 0), rb)
+
+
+@pytest.mark.parametrize("shape, axis", [
+    ((4, 256), 1), ((1, 4096), 1), ((64, 8), 0), ((1, 32), 1), ((256, 2), 1), ((64, 4), 1),
+    ((16, 1), 1), ((1, 1), 0)])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_exclusive_noncommutative_scan(shape, axis, reverse):
+    """Element i gets the composition of the maps before it (after it, reversed), the
+    first one the identity map; segments inside a thread's chunk (N = 2, 4) too."""
+    a = RNG.integers(-3, 4, shape).astype(np.int32)
+    b = RNG.integers(-1000, 1000, shape).astype(np.int32)
+    oa, ob = np.full_like(a, 77), np.full_like(b, 77)
+    run(affine_exclusive, [a, b, oa, ob, *shape, axis, reverse])
+    ra, rb = _exclusive([a, b], axis, reverse, _affine, (1, 0))
+    np.testing.assert_array_equal(oa, ra)
+    np.testing.assert_array_equal(ob, rb)
+
+
+@ct.kernel
+def exclusive_seeded(x, o_add, o_max, o_f, f, N: ct.Constant[int]):
+    t = ct.load(x, (0,), (N,))
+    # the identity is only put first, never combined: a seed that is no identity
+    ct.store(o_add, (0,), ct.scan(t, 0, lambda a, b: a + b, -7, exclusive=True))
+    ct.store(o_max, (0,), ct.scan(t, 0, ct.maximum, 5, reverse=True, exclusive=True))
+    tf = ct.load(f, (0,), (N,))
+    ct.store(o_f, (0,), ct.scan(tf, 0, lambda a, b: a + b, 0.5, exclusive=True))
+
+
+@pytest.mark.parametrize("n", [2, 64, 1024])
+def test_exclusive_scan_identity_only_first(n):
+    x = RNG.integers(-20, 30, n).astype(np.int32)
+    f = RNG.uniform(-1, 1, n).astype(np.float32)
+    o_add, o_max, o_f = np.zeros_like(x), np.zeros_like(x), np.zeros_like(f)
+    run(exclusive_seeded, [x, o_add, o_max, o_f, f, n])
+    np.testing.assert_array_equal(o_add, np.concatenate(([-7], np.cumsum(x)[:-1])))
+    np.testing.assert_array_equal(
+        o_max, np.concatenate((np.maximum.accumulate(x[::-1])[::-1][1:], [5])))
+    want = np.concatenate(([0.5], np.cumsum(f.astype(np.float64))[:-1]))
+    bound = np.concatenate(([0], _float_bound(f, 0, False, np.float32)[:-1]))
+    assert np.all(np.abs(o_f - want) <= bound)
+
+
+@ct.kernel
+def exclusive_in_loop(x, o, T: ct.Constant[int], N: ct.Constant[int]):
+    carry = ct.full((1,), 0, ct.int32)
+    for i in range(N // T):
+        t = ct.load(x, (i,), (T,))
+        e = ct.scan(t, 0, lambda a, b: a + b, 0, exclusive=True) + carry
+        ct.store(o, (i,), e)
+        carry = carry + ct.sum(t, 0, keepdims=True)
+
+
+def test_exclusive_scan_in_a_loop():
+    x = RNG.integers(-50, 50, 4 * 512).astype(np.int32)
+    o = np.zeros_like(x)
+    run(exclusive_in_loop, [x, o, 512, x.size])
+    np.testing.assert_array_equal(o, np.concatenate(([0], np.cumsum(x)[:-1])))
+
+
 # --- errors ---------------------------------------------------------------------------------------
 @ct.kernel
 def e_capture(x, p):

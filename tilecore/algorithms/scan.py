@@ -86,8 +86,8 @@ class _Plan:
     packed: bool            # values fit beside the flags in one status word
     mode: int               # the policy's mode for this operator (exact_mode for exact ones)
     inv: bool               # exclusive as inclusive minus the item (integer add/xor)
-    pairs: bool             # exclusive from unshifted tiles by a pair scan (known operators;
-                            # see pairs_for)
+    pairs: bool             # exclusive from unshifted tiles by an exclusive tile scan
+                            # (see pairs_for)
     items: int              # items per thread (the policy's, capped: see _plan)
     init_k: Any
     single: dict            # threads -> the single-pass kernel of `mode`
@@ -186,9 +186,11 @@ class _Plan:
         return self.policy.load_ahead == 1 and self.mode in _AHEAD_MODES and tiles > 1
 
     def pairs_for(self, n: int) -> bool:
-        """Whether an exclusive scan of n items runs the pair scan: at every size
-        with exclusive_pairs=1, with 2 only on the large tile (n > small_items)."""
-        return self.pairs and (self.policy.exclusive_pairs == 1 or n > self.policy.small_items)
+        """Whether an exclusive scan of n items runs from unshifted tiles: a user
+        operator's always, a well-known one's at every size with exclusive_pairs=1,
+        with 2 only on the large tile (n > small_items)."""
+        return self.pairs and (self.kind == "user" or self.policy.exclusive_pairs == 1
+                               or n > self.policy.small_items)
 
     def recomputes(self, n: int, in_place: bool) -> bool:
         """Whether a scan of n items runs in one launch of scan_recompute (its own
@@ -240,15 +242,16 @@ def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool
         inv = (policy.exclusive_inverse == 1 and exclusive and not by_key
                and mode in _SINGLE_PASS_FINISHED and kind in ("add", "xor")
                and not acc.is_float)
-        pairs = (policy.exclusive_pairs >= 1 and exclusive and not by_key and kind != "user"
-                 and mode in _SINGLE_PASS_FINISHED and not inv)
-        # an exclusive user scan's tile is shifted by one item and carries (ok, value)
-        # pairs through its fold and scan (no identity for lane 0): about twice the
-        # live values of the inclusive tile a user row is set for (the tuning key does
-        # not tell inclusive from exclusive), so at most EXCL_USER_ITEMS items a thread,
-        # on the row's tile where EXCL_USER_THREADS allow (sm_90's float32 128 x 64 row:
-        # 256 x 32, no stack; 128 x 32 spilled 24 bytes under NVRTC 13.5)
-        if (kind == "user" and exclusive and not by_key
+        # exclusive from unshifted tiles: a user operator's always (the shifted tile's
+        # free lane 0 has no identity to hold, so its fold carries (ok, value) pairs)
+        pairs = (exclusive and not by_key and mode in _SINGLE_PASS_FINISHED and not inv
+                 and (kind == "user" or policy.exclusive_pairs >= 1))
+        # a shifted exclusive user tile (reduce-then-scan) carries (ok, value) pairs
+        # through its fold: about twice the live values of the inclusive tile a user
+        # row is set for (the tuning key does not tell inclusive from exclusive), so at
+        # most EXCL_USER_ITEMS items a thread, on the row's tile where EXCL_USER_THREADS
+        # allow (sm_90's float32 128 x 64 row: 256 x 32)
+        if (kind == "user" and exclusive and not by_key and not pairs
                 and policy.items_per_thread > EXCL_USER_ITEMS):
             tile = policy.block_threads * policy.items_per_thread
             policy = replace(policy, items_per_thread=EXCL_USER_ITEMS, block_threads=max(

@@ -5,15 +5,16 @@ halves, so that both drivers below share them:
 
 - `tile_parts` loads a tile and computes its *aggregate* (the operator folded
   over its items, in order) as a part (ok, head, value). For an exclusive scan
-  it loads the items shifted by one (u[j] = x[j-1], lane 0 left for the
-  prefix), so a tile only ever reads its own items: in-place scans are safe.
+  with SHIFT it loads the items shifted by one (u[j] = x[j-1], lane 0 left for
+  the prefix), so a tile only ever reads its own items: in-place scans are safe.
 - `tile_finish` puts the tile's exclusive prefix (and init) into lane 0, scans
   the tile (`ct.scan`/`ct.cumsum`, associative and never commutative) and
   stores it (masked in the last, partial tile: nothing past num_items is
-  written). `local_scan` + `finish_known` (modes 2, 3 and 4, not by key: well-known
-  operators, and in mode 3 user operators of tiles not shifted, i.e. all but
-  exclusive scans) instead scan the tile on its own while the look-back's
-  first load is in flight, then apply init (+) prefix to every lane.
+  written). `local_scan` + `finish_known` (modes 2, 3 and 4, not by key; user
+  operators of tiles not shifted) instead scan the tile on its own while the
+  look-back's first load is in flight, then apply init (+) prefix to every
+  lane; an exclusive scan of unshifted items there is `ct.scan(...,
+  exclusive=True)`, its lane 0 init (+) prefix itself.
 
 A *part* is a tile's or a range's contribution as three 1-element tiles: ok
 (0: empty, nothing to combine), head (by-key scans: a new key starts inside
@@ -446,20 +447,14 @@ def scan_fenwick(x, keys, y, n, init, counter, status, vals, TILE: ct.Constant[i
 
 # --- the overlapped finish of well-known operators ----------------------------------------------
 @ct.function
-def local_scan(u, TILE, KIND, OP, ID, ACC, PAIRS):
+def local_scan(u, TILE, KIND, OP, ID, ACC, EXCLUSIVE):
     """The tile's own scan, without any prefix (computed while the look-back's
-    first loads are in flight): inclusive, or with PAIRS (an exclusive scan of
-    a well-known operator from its unshifted items: in the kernels, EXCL and
-    neither SHIFT nor INV) exclusive, lane 0 the identity, as a scan of
-    (inclusive, exclusive) pairs, where (s1, e1) followed by (s2, e2) is
-    (s1 (+) s2, s1 (+) e2), each item starting as (u, identity). A user
-    operator has no identity: never PAIRS."""
-    if PAIRS:
-        _, e = ct.scan((u, ct.full((TILE,), ID, ACC)), 0,
-                       lambda s1, e1, s2, e2: (op2(s1, s2, KIND, OP, ACC),
-                                               op2(s1, e2, KIND, OP, ACC)),
-                       (ID, ID))
-        return e
+    first loads are in flight): inclusive, or with EXCLUSIVE (an exclusive scan
+    from its unshifted items: in the kernels, EXCL and neither SHIFT nor INV)
+    exclusive, lane 0 left for the prefix (ct.scan's exclusive extension: ID is
+    never combined, so a user operator's stand-in serves)."""
+    if EXCLUSIVE:
+        return ct.scan(u, 0, lambda a, b: op2(a, b, KIND, OP, ACC), ID, exclusive=True)
     elif KIND == "add":
         return ct.astype(ct.cumsum(u, 0), ACC)
     else:
@@ -467,12 +462,13 @@ def local_scan(u, TILE, KIND, OP, ID, ACC, PAIRS):
 
 
 @ct.function
-def finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, HAS_INIT, INV, WIDE):
-    """Store tile t of a well-known operator's scan (not by key): its local scan z
-    (of the items u, shifted by one for an exclusive scan, lane 0 the identity)
-    with the prefix p = init (+) exclusive prefix applied to every lane. INV: an
-    exclusive integer add/xor scan from the unshifted items, as inclusive minus
-    the item (exact)."""
+def finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, EXCL, HAS_INIT, INV,
+                 WIDE):
+    """Store tile t from its local scan z (of the items u: inclusive, or for an
+    exclusive scan of the items shifted by one or exclusive, lane 0 held for the
+    prefix) with the prefix p = init (+) exclusive prefix applied to every lane
+    (an exclusive scan's lane 0 is p itself). INV: an exclusive integer add/xor
+    scan from the unshifted items, as inclusive minus the item (exact)."""
     base, g = tile_index(t, n, TILE, WIDE)
     if HAS_INIT:
         start = ct.full((1,), init, ACC)
@@ -484,6 +480,8 @@ def finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, HAS_INIT
             out = out - u
         else:
             out = out ^ u
+    elif EXCL and KIND == "user":   # (an exclusive scan has an init: p is complete)
+        out = ct.where(ct.arange(TILE, dtype=ct.int32) == 0, p_val, out)
     out = ct.astype(out, y.dtype)
     store_items(y, t, out, n, base, g, TILE)
 
@@ -495,8 +493,8 @@ def store_tile(y, n, t, u, hu, h, z, p_ok, p_head, p_val, init, TILE, KIND, OP, 
     p: with OVERLAP the local scan z gets init (+) p (finish_known), else the
     items u are scanned from p (tile_finish); then the tile is stored."""
     if OVERLAP:
-        finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, HAS_INIT, INV,
-                     WIDE)
+        finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, EXCL, HAS_INIT,
+                     INV, WIDE)
     else:
         tile_finish(y, n, t, u, hu, h, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL,
                     HAS_INIT, BY_KEY, WIDE)
@@ -1104,8 +1102,8 @@ def recompute_plain(x, keys, y, n, init, t, TILE, ACC, KIND, OP, ID, EQ, HAS_EQ,
                                    False, False, WIDE)
     if KIND != "user" or not SHIFT:
         z = local_scan(u, TILE, KIND, OP, ID, ACC, EXCL and not SHIFT and not INV)
-        finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, HAS_INIT, INV,
-                     WIDE)
+        finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, EXCL, HAS_INIT,
+                     INV, WIDE)
     else:
         tile_finish(y, n, t, u, hu, h, p_ok, p_head, p_val, init, TILE, KIND, OP, ACC, EXCL,
                     HAS_INIT, False, WIDE)

@@ -242,10 +242,13 @@ def _scan(lw: "Lowerer", a: dict, loc: Loc) -> FrontVal:
     reverse = const_bool(a["reverse"], "scan", "reverse", loc)
     dtypes = [x.type.dtype for x in xs]
     ids = _identities(a["identity"], dtypes, tuple_mode, "scan", loc)
+    exclusive = const_bool(a["exclusive"], "scan", "exclusive", loc)
     region = _region(lw, dtypes, _user_body(lw, func, dtypes, tuple_mode, "Scan", loc),
                      "scan", loc)
-    return _emit(lw, "scan", xs, xs[0].type.shape,
-                 {"axis": axis, "reverse": reverse, "identities": ids}, region, tuple_mode, loc)
+    attrs = {"axis": axis, "reverse": reverse, "identities": ids}
+    if exclusive:    # the first element the identity (ops.scan); absent otherwise, as before
+        attrs["exclusive"] = True
+    return _emit(lw, "scan", xs, xs[0].type.shape, attrs, region, tuple_mode, loc)
 
 
 def _reduce(lw: "Lowerer", a: dict, loc: Loc) -> FrontVal:

@@ -6,7 +6,8 @@ all left operands and all right operands of one step. A scan takes log2(n)
 such steps (Hillis-Steele: step d combines each element with the running
 value d places before it, the earlier one on the left); a fold halves the
 axis at each step, combining neighbours in order, or (sequential) runs along
-it left to right. Neither uses the identity or assumes commutativity.
+it left to right. Neither uses the identity (an exclusive scan only puts it
+first) or assumes commutativity.
 """
 from __future__ import annotations
 
@@ -51,6 +52,9 @@ def _scan(ctx: BlockContext, op: Op, args: list) -> tuple:
         ys = [np.concatenate((y[..., :d], np.broadcast_to(v, t.shape)), axis=-1)
               for y, v, t in zip(ys, new, later)]
         d *= 2
+    if op.attrs.get("exclusive"):   # shifted by one: the first element the identity
+        ys = [np.concatenate((np.full(y.shape[:-1] + (1,), i, y.dtype), y[..., :-1]), axis=-1)
+              for y, i in zip(ys, op.attrs["identities"])]
     return tuple(np.ascontiguousarray(np.moveaxis(y[..., ::-1] if reverse else y, -1, axis))
                  for y in ys)
 

@@ -50,13 +50,14 @@ argreduce  (x) {fn, axis, keepdims}   -> fn in ('argmax', 'argmin'); axis is an 
                                          as 1); int32 result; ties pick the first index; a NaN
                                          counts as larger than everything for argmax and smaller
                                          for argmin (so the first NaN wins), as NumPy does.
-scan       (*xs) {axis, reverse, identities} region [combine(*lhs, *rhs)]
+scan       (*xs) {axis, reverse, identities[, exclusive]} region [combine(*lhs, *rhs)]
                                       -> one tile per x: the inclusive scan along `axis` (an
                                          int). xs: n >= 1 tiles of one shape (the front end
                                          broadcasts them), each of its own dtype; `identities`
                                          holds one number per x, representable in its dtype
-                                         (the identity of combine: results never depend on
-                                         it, backends may use it as a neutral value). The
+                                         (the identity of combine: no combined value
+                                         depends on it, backends may use it as a neutral
+                                         value). The
                                          region's 2n block arguments are 0-d values of the xs'
                                          dtypes (the earlier group, then the later one) and it
                                          ends with `yield` of n 0-d values of those dtypes; it
@@ -70,6 +71,9 @@ scan       (*xs) {axis, reverse, identities} region [combine(*lhs, *rhs)]
                                          holds the earlier elements). reverse: the same from
                                          the end of the axis (element i combines elements
                                          n-1 down to i; the left operand holds later ones).
+                                         exclusive (true when present): element i combines
+                                         the elements before it (after it with reverse) and
+                                         the first (last) is `identities`, never combined.
 fold       (*xs) {axis, keepdims, identities} region [combine(*lhs, *rhs)]
                                       -> one tile per x: the combination of all elements along
                                          `axis` in their order (any association), shaped as

@@ -454,12 +454,16 @@ def cumprod(x, /, axis=0, *, reverse=False, rounding_mode=None, flush_to_zero=Fa
 
 
 @_tile_only
-def scan(x, /, axis, func, identity, *, reverse=False):
+def scan(x, /, axis, func, identity, *, reverse=False, exclusive=False):
     """Inclusive scan of a tile, or of a tuple of tiles (broadcast to one shape), along
     `axis` with the combining function `func` (a tile function, a lambda or an operator
     function: two 0-d tiles in, one out; for a tuple of n tiles, 2n in and a tuple of n
     out, the earlier elements' values first). `func` must be associative, not
-    commutative; `identity` is its identity (a constant, or a tuple of constants)."""
+    commutative; `identity` is its identity (a constant, or a tuple of constants).
+    `exclusive` (a tilecore extension): each element gets the fold of the elements
+    before it (after it with reverse) and the first one `identity`, which is never
+    combined: an exclusive scan of an operator without an identity, seeded by
+    overwriting the first element, as CUB's exclusive scans with an initial value."""
 
 
 @_tile_only

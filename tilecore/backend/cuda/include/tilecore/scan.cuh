@@ -97,7 +97,9 @@ __device__ __forceinline__ A shfl_earlier(const A& x, int d) {
 // consecutive threads of one round, or L/(NT*V) whole rounds. REV scans each
 // segment from its end. f(a, b) combines a (the earlier elements in scan
 // order) with b: it must be associative, not commutative, and no identity is
-// used: elements without a predecessor are left as they are.
+// used: elements without a predecessor are left as they are. EXCL: each element
+// gets the fold of its predecessors instead, and those without any get id
+// (never combined): the scan of CUB's exclusive scans, with no identity needed.
 //   1. each thread scans its chunks in order (registers);
 //   2. the threads of a segment scan their chunk totals with warp shuffles
 //      (Kogge-Stone), and across warps through the warps' totals in shared
@@ -106,8 +108,9 @@ __device__ __forceinline__ A shfl_earlier(const A& x, int d) {
 //   3. segments spanning rounds carry each round's total to the next;
 //   4. each element combines the prefix of its chunk.
 // Threads holding no element (N < NT) take part with whatever they hold.
-template <int NT, int N, int V, int L, bool REV, bool REUSED, class A, class F>
-__device__ __forceinline__ void tile_scan(A* y, F f) {
+template <int NT, int N, int V, int L, bool REV, bool REUSED, bool EXCL = false, class A,
+          class F>
+__device__ __forceinline__ void tile_scan(A* y, F f, const A& id = A{}) {
   constexpr int P = N / NT > 1 ? N / NT : 1;
   constexpr int R = P / V;
   static_assert(P % V == 0 && N % L == 0 && NT % 32 == 0, "tile layout");
@@ -118,6 +121,18 @@ __device__ __forceinline__ void tile_scan(A* y, F f) {
       const int j = REV ? V - 1 - s : s;
       const bool starts = REV ? j % L == L - 1 : j % L == 0;
       if (L >= V || !starts) y[r * V + j] = f(y[r * V + (REV ? j + 1 : j - 1)], y[r * V + j]);
+    }
+  }
+  if constexpr (EXCL && L <= V) {  // no thread shares a segment: shift within the chunks
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+      for (int s = V - 1; s >= 0; --s) {
+        const int j = REV ? V - 1 - s : s;
+        const bool starts = REV ? j % L == L - 1 : j % L == 0;
+        const int before = REV ? (j + 1 < V ? j + 1 : j) : (j > 0 ? j - 1 : j);
+        y[r * V + j] = starts ? id : y[r * V + before];
+      }
     }
   }
   if constexpr (L > V) {
@@ -189,7 +204,15 @@ __device__ __forceinline__ void tile_scan(A* y, F f) {
         if (has_wpre) { pre = has ? f(pre, wpre[r]) : wpre[r]; has = true; }
       }
       if (lp > 0) { pre = has ? f(pre, ex[r]) : ex[r]; has = true; }
-      if (has) {
+      if constexpr (EXCL) {  // element j takes the chunk's fold before it: j - 1 (REV: j + 1)
+#pragma unroll
+        for (int s = V - 1; s >= 1; --s) {
+          const int j = REV ? V - 1 - s : s;
+          const A& before = y[r * V + (REV ? j + 1 : j - 1)];
+          y[r * V + j] = has ? f(pre, before) : before;
+        }
+        y[r * V + (REV ? V - 1 : 0)] = has ? pre : id;
+      } else if (has) {
 #pragma unroll
         for (int j = 0; j < V; ++j) y[r * V + j] = f(pre, y[r * V + j]);
       }
@@ -407,12 +430,31 @@ __device__ __forceinline__ void tile_fold(const A* y, F f, Put put) {
 // own shared totals). allfold_fits says which tiles it takes: whole chunks a thread,
 // K (the warps' round totals) at most 32 or a whole number a lane.
 template <int NT, int N, int V>
-constexpr bool allfold_fits = NT % 32 == 0 && N % (NT * V) == 0 && N > V &&
-                              (N / NT / V * (NT / 32) <= 32 || N / NT / V * (NT / 32) % 32 == 0);
+constexpr bool allfold_fits =
+    N < NT * V ? V == 1 && N >= 2 && (N & (N - 1)) == 0
+               : NT % 32 == 0 && N % (NT * V) == 0 && N > V &&
+                     (N / NT / V * (NT / 32) <= 32 || N / NT / V * (NT / 32) % 32 == 0);
+
+// tile_fold_small's tiles (threads 0..N-1 hold one each): each warp's lane 0 its total
+// (fold_down), the totals through shared memory, every thread folds them in order.
+template <int NT, int N, int SLOT, bool REUSED, class A, class F>
+__device__ __forceinline__ A tile_allfold_small(const A* y, F f) {
+  constexpr int W = N < 32 ? N : 32, NW = N / W;
+  const int lane = (int)threadIdx.x & 31, wi = (int)threadIdx.x >> 5;
+  const A c = fold_down<1, W>(y[0], f, lane);
+  __shared__ __align__(16) unsigned char raw[NW * sizeof(A)];
+  A* part = reinterpret_cast<A*>(raw);
+  if (lane == 0 && wi < NW) part[wi] = c;
+  __syncthreads();
+  A t = part[0];
+#pragma unroll
+  for (int w = 1; w < NW; ++w) t = f(t, part[w]);
+  if constexpr (REUSED) __syncthreads();
+  return t;
+}
 
 template <int NT, int N, int V, int SLOT, bool REUSED, class A, class F>
-__device__ __forceinline__ A tile_allfold(const A* y, F f) {
-  static_assert(allfold_fits<NT, N, V>, "allfold layout");
+__device__ __forceinline__ A tile_allfold_chunks(const A* y, F f) {
   constexpr int R = N / NT / V, NW = NT / 32;
   const int lane = (int)threadIdx.x & 31;
   A c[R];
@@ -439,6 +481,16 @@ __device__ __forceinline__ A tile_allfold(const A* y, F f) {
     }
     if constexpr (REUSED) __syncthreads();  // every thread has read the totals
     return t;
+  }
+}
+
+template <int NT, int N, int V, int SLOT, bool REUSED, class A, class F>
+__device__ __forceinline__ A tile_allfold(const A* y, F f) {
+  static_assert(allfold_fits<NT, N, V>, "allfold layout");
+  if constexpr (N < NT * V) {
+    return tile_allfold_small<NT, N, SLOT, REUSED>(y, f);
+  } else {
+    return tile_allfold_chunks<NT, N, V, SLOT, REUSED>(y, f);
   }
 }
 
