@@ -5,13 +5,16 @@ in the wrong order. Interpreter only (fast): the CI runs of tests/test_fuzz.py
 compile them."""
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 import numpy as np
 import pytest
 
+from tilecore.language import dtypes as D
 from tilecore.testing.fuzz import generate, run_program
-from tilecore.testing.fuzz.reference import FUNCS, _compare_float, scan_reference
+from tilecore.testing.fuzz.reference import (FUNCS, _compare_float, _compare_shifted,
+                                             scan_reference)
 from tilecore.testing.fuzz.reproducer import load, save
 
 pytestmark = pytest.mark.interpreter_only
@@ -146,3 +149,90 @@ def test_checks_read_only_blocks_that_set_their_flag(programs, tmp_path):
     assert check(prog, bases)[0] == c.outs[0]
     flags[block] = False
     assert check(prog, bases) is None
+
+
+# --- exclusive scans --------------------------------------------------------------------------
+def _exclusive(programs) -> list:
+    return [p for p in programs if any(c.exclusive for c in p.checks)]
+
+
+def _moves(c) -> bool:
+    """Whether an exclusive scan's seed is no identity of its function: combined
+    with some value (the seed the earlier operand), it changes it."""
+    dts = [np.dtype(D.lookup(d).numpy_dtype) for d in c.dtypes]
+    xs = [np.array([-3, -1, 0, 1, 2, 3, 100, 127]).astype(dt) for dt in dts]
+    seeds = [np.full(x.shape, np.asarray(v).astype(dt)) for v, x, dt in
+             zip(c.identity, xs, dts)]
+    return any((np.asarray(r) != x).any() for r, x in zip(FUNCS[c.func].ref(seeds, xs), xs))
+
+
+def test_the_generator_writes_exclusive_scans(programs):
+    checks = [c for p in programs for c in p.checks if c.exclusive]
+    assert all(c.kind == "scan" and len(c.identity) == len(c.dtypes) for c in checks)
+    assert {c.reverse for c in checks} == {False, True}
+    assert {c.mode for c in checks} >= {"exact", "zsign", "sum"}
+    assert any(FUNCS[c.func].arity == 2 for c in checks)
+    # seeded with a constant that is no identity of a function that has one (0.5 for max)
+    assert any(_moves(c) for c in checks if c.func not in ("left", "right", "first_nonzero",
+                                                            "last_nonzero"))
+    features = {f for p in programs for f in p.features}
+    assert any(f.startswith("scan.") and f.endswith(".exclusive") for f in features)
+    sources = [p.source() for p in _exclusive(programs)]
+    assert all("exclusive=True" in src for src in sources)
+    assert len(sources) >= len(programs) // 20
+
+
+def test_model_shifts_exclusive_scans():
+    """Element i gets the fold of the elements before it (after it, reversed), the
+    first one the seed, never combined: 7 is no identity of add; an axis of length 1
+    is the seed everywhere."""
+    x = np.array([1, 2, 3, 4], np.int8)
+    assert scan_reference(FUNCS["add"], [x], 0, identity=(7,))[0].tolist() == [7, 1, 3, 6]
+    assert scan_reference(FUNCS["add"], [x], 0, True, (7,))[0].tolist() == [9, 7, 4, 7]
+    a, b = _affine([2, 3, 1], [1, 0, 5])
+    ra, rb = scan_reference(FUNCS["affine"], [a, b], 0, True, (9, -4))
+    assert ra.tolist() == [3, 1, 9] and rb.tolist() == [15, 5, -4]
+    col = np.array([[1.5], [2.5]], np.float16)
+    assert scan_reference(FUNCS["max"], [col], 1, identity=(0.1,))[0].tolist() == [
+        [np.float16(0.1)]] * 2
+    # float sums: element j against the first j terms, element 0 bit for bit
+    f = np.array([[1e8, 3.0, 3.0, -1e8]], np.float32)
+    want = np.array([[-0.0, 1e8, 1e8 + 3, 1e8 + 6]], np.float32)
+    assert not _compare_shifted("sum", want, f, np.float32, -0.0)[0].any()
+    assert _compare_shifted("sum", want, f, np.float32, 0.0)[0].tolist() == [
+        [True, False, False, False]]
+    inclusive = np.cumsum(f.astype(np.float64), axis=1).astype(np.float32)
+    assert _compare_shifted("sum", inclusive, f, np.float32, 1e8)[0].tolist() == [
+        [False, False, False, True]]
+
+
+def test_the_model_catches_an_exclusive_scan_off_by_one(programs, tmp_path, monkeypatch):
+    """An interpreter that forgets the shift (its exclusive scans inclusive) fails the
+    model wherever the two differ; the reproducer keeps the seeds."""
+    from tilecore.interpreter import rules
+    scan_rule = rules.RULES["scan"]
+
+    def inclusive(ctx, op, args):
+        attrs = {k: v for k, v in op.attrs.items() if k != "exclusive"}
+        return scan_rule(ctx, dataclasses.replace(op, attrs=attrs), args)
+
+    monkeypatch.setitem(rules.RULES, "scan", inclusive)
+    caught = []
+    for prog in _exclusive(programs)[:12]:
+        out = run_program(prog, tmp_path, archs=())
+        if out.status != "ok":
+            assert out.status == "model_mismatch" and out.stage == "model", out.detail
+            assert out.error in {n for c in prog.checks if c.exclusive for n in c.outs}
+            assert " exclusive (" in out.detail
+            caught.append((prog, out))
+    assert len(caught) >= 6
+    prog, out = caught[0]
+    again = load(save(prog, out, tmp_path / "repro"))
+    assert again.checks == prog.checks
+    assert run_program(again, tmp_path, archs=()).key() == out.key()
+
+
+def test_generated_exclusive_scans_pass(programs, tmp_path):
+    for prog in _exclusive(programs):
+        out = run_program(prog, tmp_path, archs=())
+        assert out.status == "ok", (prog.seed, out.detail)

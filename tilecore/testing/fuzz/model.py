@@ -148,7 +148,10 @@ class Check:
     and sets element `bl` of the bool array `flag` in the same statement.
     kind: 'scan' or 'fold'; func: a key of reference.FUNCS; dtypes: the
     results' dtypes (operands are converted to them: bool cumsum counts in
-    int32); axis: normalized; mode: how results compare (reference.py)."""
+    int32); axis: normalized; mode: how results compare (reference.py);
+    exclusive: an exclusive scan, whose first element (the last one reversed)
+    is `identity`, the identity argument's constants (one per result, as
+    written: the model converts them to `dtypes`)."""
 
     kind: str
     func: str
@@ -159,6 +162,8 @@ class Check:
     reverse: bool = False
     keepdims: bool = False
     sequential: bool = False
+    exclusive: bool = False
+    identity: tuple = ()
     ins: tuple[str, ...] = ()
     outs: tuple[str, ...] = ()
     flag: str = ""

@@ -6,7 +6,10 @@ results (flattened, one row per block) and sets a per-block flag next to them
 (`model.Check` records where). After the interpreter has run, `check` folds the
 stored operands again here, in NumPy only, strictly one element after the other
 (left to right; from the end for reverse=True, the running value always the
-left operand), and compares:
+left operand), and compares. An exclusive scan's element i is compared with
+the fold of the elements before it (after it, reversed), and its first element
+(last, reversed), bit for bit, with the identity constant the Check records,
+which is never combined:
 
   exact   integer and bool functions (wrapping in the dtype), select-like
           functions (take the left or right operand, first non-zero, arg-max
@@ -185,10 +188,25 @@ def _running(func: Func, lanes: list[np.ndarray]) -> list[np.ndarray]:
     return out
 
 
-def scan_reference(func: Func, xs: list[np.ndarray], axis: int, reverse: bool = False
-                   ) -> list[np.ndarray]:
-    """The inclusive scan of `xs` along `axis`, one element after the other."""
+def _seed(first, lanes: int, dtype) -> np.ndarray:
+    """The identity constant `first` converted to `dtype` (floats rounded once,
+    from float64, as the front end converts it), one per lane: (lanes, 1)."""
+    return np.full((lanes, 1), np.asarray(first).astype(dtype), dtype)
+
+
+def _shifted(y: np.ndarray, first) -> np.ndarray:
+    """An exclusive scan's lanes from the inclusive ones `y` (lanes, n): each
+    element the running value before it, the first the constant `first`."""
+    return np.concatenate((_seed(first, y.shape[0], y.dtype), y[:, :-1]), axis=1)
+
+
+def scan_reference(func: Func, xs: list[np.ndarray], axis: int, reverse: bool = False,
+                   identity: Optional[tuple] = None) -> list[np.ndarray]:
+    """The inclusive scan of `xs` along `axis`, one element after the other;
+    with `identity` (one constant per x), the exclusive scan it seeds."""
     out = _running(func, [_lanes(x, axis, reverse) for x in xs])
+    if identity is not None:
+        out = [_shifted(o, v) for o, v in zip(out, identity)]
     return [_unlanes(o, x.shape, axis, reverse) for o, x in zip(out, xs)]
 
 
@@ -245,6 +263,18 @@ def _compare_float(mode: str, got: np.ndarray, x: np.ndarray, dtype
     return bad, model, bound
 
 
+def _compare_shifted(mode: str, got: np.ndarray, x: np.ndarray, dtype, first
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """_compare_float for an exclusive scan: element j of `got` against the
+    first j terms of x, element 0 bit for bit against the constant `first`."""
+    bad, model, bound = _compare_float(mode, got[:, 1:], x[:, :-1], dtype)
+    want = _seed(first, got.shape[0], got.dtype)
+    head = _compare_exact("exact", got[:, :1], want)
+    return (np.concatenate((head, bad), axis=1),
+            np.concatenate((want.astype(np.float64), model), axis=1),
+            np.concatenate((np.zeros(head.shape), bound), axis=1))
+
+
 def _compare_exact(mode: str, got: np.ndarray, want: np.ndarray) -> np.ndarray:
     if not _is_float(got.dtype):
         return got != want
@@ -279,6 +309,7 @@ def check(prog, arrays: dict) -> Optional[tuple[str, str]]:
             block = int(blocks[k])
             return name, (f"{name}: {c.kind} of {c.func} along axis {c.axis} of {c.shape} "
                           f"{'/'.join(c.dtypes)}{' reverse' if c.reverse else ''}"
+                          f"{f' exclusive {c.identity}' if c.exclusive else ''}"
                           f"{' sequential' if c.sequential else ''}, block {block}: {text}")
     return None
 
@@ -297,12 +328,18 @@ def _check_blocks(c, func: Func, xs: list, got: list) -> Optional[tuple[str, int
     else:
         got_l = [None if gv is None else gv.reshape(-1, 1) for gv in got]
     if c.mode in ("sum", "prod"):
-        bad, model, bound = _compare_float(c.mode, got_l[0], lanes[0], xs[0].dtype)
+        if c.exclusive:
+            bad, model, bound = _compare_shifted(c.mode, got_l[0], lanes[0], xs[0].dtype,
+                                                 c.identity[0])
+        else:
+            bad, model, bound = _compare_float(c.mode, got_l[0], lanes[0], xs[0].dtype)
         bads, wants = [bad], [None]
     else:
         wants = _running(func, lanes)
         if c.kind == "fold":
             wants = [w[:, -1:] for w in wants]
+        elif c.exclusive:
+            wants = [_shifted(w, v) for w, v in zip(wants, c.identity)]
         bads = [None if gv is None else _compare_exact(c.mode, gv, w.astype(gv.dtype))
                 for gv, w in zip(got_l, wants)]
     for name, gv, w, bad in zip(c.outs, got_l, wants, bads):

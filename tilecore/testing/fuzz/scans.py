@@ -2,7 +2,10 @@
 `ct.scan` / `ct.reduce` (also `sequential=True`) with a combining function
 written into the program (a lambda, a nested `def`, a module-level
 `@ct.function` or plain function, or a tile function by name: `ct.maximum`,
-`max`, ...), over one tile or a pair of tiles.
+`max`, ...), over one tile or a pair of tiles. Scans are also exclusive
+(`exclusive=True`: each element the fold of the ones before it, the first the
+identity argument), seeded with the identity or with a constant that is none
+(7 for add): it is put first and never combined.
 
 The functions (reference.FUNCS) are exact integer operators (add and mul
 wrapping, max, min, and, or, xor), associative but not commutative ones (take
@@ -40,7 +43,7 @@ from .generate import Gen, carrier_ok, tile_loop_bound
 from .model import Check, OutputSpec, Param, Stmt, Var
 from .reference import FUNCS, Func
 from .tolerance import EXACT, ZSIGN, Tol, join, scan_tol
-from .typerules import ARITH, broadcast
+from .typerules import ARITH, broadcast, fits
 
 __all__ = ["OPS"]
 
@@ -119,9 +122,10 @@ def _callee(g: Gen, f: Func, named: bool = False) -> str:
     return name
 
 
-def _identity(f: Func, dtypes: list[DType], g: Gen) -> str:
-    """The identity argument: the function's identity where it has one (0 for
-    the functions that have none: tilecore never combines it with an item)."""
+def _identity(f: Func, dtypes: list[DType], g: Gen) -> tuple:
+    """The identity argument's values, one per tile: the function's identity where
+    it has one (0 for the functions that have none: tilecore never combines it
+    with an item)."""
     def one(name: str, dt: DType):
         if dt.is_bool:
             return {"and": True}.get(name, False)
@@ -141,8 +145,30 @@ def _identity(f: Func, dtypes: list[DType], g: Gen) -> str:
     vals = [one(f.name, dtypes[0])]
     if f.arity == 2:
         vals.append(False if dtypes[1].is_bool else 0)
-    srcs = [repr(v) if isinstance(v, bool) else literal(v) for v in vals]
-    return srcs[0] if f.arity == 1 else "(" + ", ".join(srcs) + ")"
+    return tuple(vals)
+
+
+# an exclusive scan's first element: constants that are mostly no identity (finite and
+# exact in every float dtype but 0.1, which each rounds once, as the front end does)
+_INT_SEEDS = (7, 1, -1, 3, -100, 100, 127, 255, 1000)
+_FLOAT_SEEDS = (7, -3, 0.5, -1.5, 100.0, -7.25, 0.1, -0.0)
+
+
+def _seed(dt: DType, g: Gen):
+    """A constant of `dt` for the identity argument of an exclusive scan, which
+    only puts it first and never combines it (ops.scan): any value will do, and
+    one that is no identity of the function shows that it is never combined."""
+    if dt.is_bool:
+        return g.rng.choice((True, False, 0, 1))
+    if dt.is_float:
+        return g.rng.choice(_FLOAT_SEEDS)
+    return g.rng.choice([c for c in _INT_SEEDS if fits(c, dt)] + [dt.min, dt.max])
+
+
+def _const_src(vals: tuple) -> str:
+    """Source of the identity argument: one constant, or a tuple of them."""
+    srcs = [literal(v) for v in vals]
+    return srcs[0] if len(srcs) == 1 else "(" + ", ".join(srcs) + ")"
 
 
 # --- operands --------------------------------------------------------------------------------
@@ -217,7 +243,9 @@ def _axis(g: Gen, shape: tuple) -> int:
 
 # --- tolerances ------------------------------------------------------------------------------
 def _result_tol(f: Func, dt: DType, ops: list, terms: int, sequential: bool) -> tuple[Tol, str]:
-    """(tolerance of the result against the GPU, the model's comparison mode)."""
+    """(tolerance of the result against the GPU, the model's comparison mode).
+    An exclusive scan takes its inclusive twin's: its elements fold at most
+    `terms` - 1 items, and its first is the identity constant on both sides."""
     if not dt.is_float:
         return EXACT, "exact"
     if f.name == "add" and not sequential:
@@ -324,7 +352,10 @@ def _shadow(g: Gen, var: Var, src: str, axis: int, *, prod: bool = False,
             scan_shape: Optional[tuple] = None, keepdims: bool = False) -> None:
     """Set var.shadow: what a float sum (prod: product) of src along `axis` is
     bounded by (tolerance.py), computed by the kernel in float64; a scan's is
-    broadcast back to `scan_shape`, a fold's keeps its dims as asked."""
+    broadcast back to `scan_shape`, a fold's keeps its dims as asked. The sum
+    of the whole axis bounds an exclusive scan too: each element sums a prefix
+    of it; the first, the identity constant, is the same bits on both sides,
+    which tolerance.compare accepts before any bound."""
     t = _abs64(g, src)
     var.shadow = g.name("sh")
     mag = f"ct.maximum({t}, 1.0 / {t})" if prod else t
@@ -357,13 +388,19 @@ def _combine(g: Gen, kind: str, x: Var, axis: int, *, keepdims: bool = False,
                        i != axis)
     dtypes = [op[2] for op in ops]
     fn_src = callee or _callee(g, f)
-    ident = _identity(f, dtypes, g)
+    ids = _identity(f, dtypes, g)
     x_src = ops[0][0] if f.arity == 1 else "(" + ", ".join(op[0] for op in ops) + ")"
     a = _axis_src(g, axis, rank)
     reverse = kind == "scan" and g.chance(0.4)
+    exclusive = kind == "scan" and g.chance(0.3)
+    if exclusive and g.chance(0.5):
+        ids = tuple(_seed(dt, g) for dt in dtypes)
+    ident = _const_src(ids)
     kws = []
     if reverse:
         kws.append("reverse=True")
+    if exclusive:
+        kws.append("exclusive=True")
     if keepdims:
         kws.append("keepdims=True")
     elif kind == "fold" and g.chance(0.1):
@@ -397,18 +434,36 @@ def _combine(g: Gen, kind: str, x: Var, axis: int, *, keepdims: bool = False,
         kept = results if len(results) == f.arity else \
             [results[0] if i == k else None for i in range(f.arity)]
         _probe(g, Check(kind, f.name, tuple(d.name for d in dtypes), shape, axis, mode,
-                        reverse=reverse, keepdims=keepdims, sequential=sequential),
+                        reverse=reverse, keepdims=keepdims, sequential=sequential,
+                        exclusive=exclusive, identity=ids if exclusive else ()),
                ops, kept)
     g.feature("scan" if kind == "scan" else "custom_fold", f.name, dtypes[0].name,
-              "sequential" if sequential else ("reverse" if reverse else "forward"))
+              "sequential" if sequential else ("reverse" if reverse else "forward"),
+              *(("exclusive",) if exclusive else ()))
     return results
 
 
+def _unit_axis(g: Gen, x: Var) -> tuple[Var, int]:
+    """x with a new axis of length 1 (an invisible value), and that axis: its
+    scan is x, or the identity everywhere when exclusive (_axis seldom picks
+    an axis of length 1)."""
+    axis = g.rng.randint(0, len(x.shape))
+    y = Var(g.name("t"), x.dtype, x.shape[:axis] + (1,) + x.shape[axis:], x.tol, x.product)
+    g.use(x)
+    g.define(y, f"ct.expand_dims({x.name}, {axis})", visible=False)
+    return y, axis
+
+
 def scan(g: Gen) -> bool:
+    """ct.scan with a combining function along any axis, forward or reversed,
+    inclusive or exclusive."""
     x = g.pick(_operand_ok)
     if x is None:
         return False
-    axis = _axis(g, x.shape)
+    if len(x.shape) < 3 and g.chance(0.1):
+        x, axis = _unit_axis(g, x)
+    else:
+        axis = _axis(g, x.shape)
     out = _combine(g, "scan", x, axis)
     if out is None:
         return False
@@ -503,9 +558,8 @@ def fold_loop(g: Gen) -> bool:
     dtypes = [dtype] * f.arity
     accs = [Var(g.name("acc"), dt, (1,), ZSIGN if f.name in ("max", "min") and dt.is_float
                 else EXACT) for dt in dtypes]
-    ident = _identity(f, dtypes, g)
-    for acc, v in zip(accs, [ident] if f.arity == 1 else ident[1:-1].split(", ")):
-        g.emit(f"{acc.name} = ct.full((1,), {v}, ct.{acc.dtype.name})")
+    for acc, v in zip(accs, _identity(f, dtypes, g)):
+        g.emit(f"{acc.name} = ct.full((1,), {literal(v)}, ct.{acc.dtype.name})")
     callee = _callee(g, f, named=True)
     k = g.name("k")
     bound = tile_loop_bound(g, arr, (1, size), tiles)
