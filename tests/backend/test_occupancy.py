@@ -1,6 +1,7 @@
 """Occupancy-aware launch bounds: hand-computed resident-block counts, when a
-kernel is rebuilt with a min-blocks bound, and that the rebuild is dropped
-when it needs more stack, where spills go (checked with the cubin's report
+kernel is rebuilt with a min-blocks bound (a few registers over a boundary,
+or spilling at an occupancy ptxas chose), and that the rebuild is dropped
+when it does not spill less, where spills go (checked with the cubin's report
 replaced)."""
 import numpy as np
 import pytest
@@ -90,6 +91,31 @@ def test_no_rebuild_with_the_kernels_own_occupancy(monkeypatch):
     sources = _with_report(monkeypatch, Resources(42, 0), Resources(40, 0))
     got = ct.compile(ct.kernel(occupancy=2)(row_sum.pyfunc), _args(), arch="sm_90")
     assert len(sources) == 1 and "__launch_bounds__(512, 2)" in got.source
+
+
+def test_spilling_build_rebuilt_at_its_own_occupancy(monkeypatch):
+    """ptxas capped the registers itself (64: two blocks of 512) and spilled; asked
+    for those two blocks it may fit without the stack: that build is kept."""
+    sources = _with_report(monkeypatch, Resources(64, 8), Resources(64, 0))
+    got = ct.compile(ct.kernel(row_sum.pyfunc), _args(), arch="sm_90")
+    assert len(sources) == 2
+    assert "__launch_bounds__(512, 2)" in got.source and got.source == sources[1]
+    assert (got.registers, got.stack_bytes) == (64, 0)
+
+
+@pytest.mark.parametrize("second", [Resources(64, 8), Resources(60, 16)])
+def test_spill_rebuild_dropped_without_less_stack(monkeypatch, second):
+    sources = _with_report(monkeypatch, Resources(64, 8), second)
+    got = ct.compile(ct.kernel(row_sum.pyfunc), _args(), arch="sm_90")
+    assert len(sources) == 2
+    assert "__launch_bounds__(512)" in got.source and got.source == sources[0]
+    assert (got.registers, got.stack_bytes) == (64, 8)
+
+
+def test_no_rebuild_without_spills_off_the_boundary(monkeypatch):
+    sources = _with_report(monkeypatch, Resources(64, 0), Resources(56, 0))
+    got = ct.compile(ct.kernel(row_sum.pyfunc), _args(), arch="sm_90")
+    assert len(sources) == 1 and got.registers == 64
 
 
 def test_cache_entry_keeps_the_bounds(monkeypatch, tmp_path):

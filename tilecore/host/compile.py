@@ -126,7 +126,8 @@ def _compile_fitted(gen: GeneratedKernel, arch: str, options: CodegenOptions, fn
                     ) -> tuple[int, Resources, bytes]:
     """(min_blocks, resources, cubin): the cubin of `gen`, rebuilt with tighter
     launch bounds when its registers miss one more resident block per SM by a
-    few (see backend/cuda/occupancy.py); min_blocks is 0 when it was not, the
+    few (see backend/cuda/occupancy.py), or with the bound of its own occupancy
+    when it spills (kept only with less stack); min_blocks is 0 when it was not, the
     resources 0 when the cubin does not say. A compact kernel (a long one,
     emitted compactly: backend/cuda/emit.py) is compiled once, with ptxas's
     fast-compile level (nvrtc.COMPACT_FAST_COMPILE): a rebuild would double
@@ -145,12 +146,22 @@ def _compile_fitted(gen: GeneratedKernel, arch: str, options: CodegenOptions, fn
     cubin, used = report(gen.source)
     if used is None:
         return 0, Resources(0, 0), cubin
-    blocks = None if options.occupancy or gen.compact else \
-        tighter_min_blocks(gen.block_threads, used.registers, arch)
+    if options.occupancy or gen.compact:
+        return 0, used, cubin
+    blocks = tighter_min_blocks(gen.block_threads, used.registers, arch)
     if blocks is not None:
         tight_cubin, tight_used = report(with_min_blocks(gen, blocks).source)
         if tight_used is not None and not tight_used.uses_more_stack_than(used):
             return blocks, tight_used, tight_cubin
+    elif used.stack_bytes:
+        # ptxas capped the registers for an occupancy of its own choosing and spilled:
+        # asked for that occupancy, it allocates anew and may fit (NVRTC 13.5, sm_90:
+        # DeviceScan's int32 exclusive user-operator scan, 168 registers and 8 bytes of
+        # stack unbounded, none at __launch_bounds__(128, 3))
+        blocks = blocks_per_sm(gen.block_threads, used.registers, arch)
+        bound_cubin, bound_used = report(with_min_blocks(gen, blocks).source)
+        if bound_used is not None and bound_used.stack_bytes < used.stack_bytes:
+            return blocks, bound_used, bound_cubin
     return 0, used, cubin
 
 

@@ -52,6 +52,19 @@ class Layout:
         """C++ expression: the linear element index of this thread's k-th element."""
         return f"tc::elem<{self.n}, {self.threads}, {self.vec}>({k})"
 
+    def holder(self, e: int) -> tuple[int, int] | None:
+        """(k, t): the register k and thread t holding element e of every thread's
+        copy (elem's inverse), or None where no thread does (e < 0 or past the
+        registers). A replicated tile: (0, -1), every thread."""
+        if self.replicated:
+            return (0, -1) if e == 0 else None
+        if e < 0:
+            return None
+        chunk, lane = divmod(e, self.vec)
+        rnd, t = divmod(chunk, self.threads)
+        k = rnd * self.vec + lane
+        return (k, t) if k < self.per_thread else None
+
     def valid(self, e: str) -> str:
         """C++ condition that element `e` exists ("" when always true)."""
         return f"{e} < {self.n}" if self.partial else ""

@@ -184,7 +184,36 @@ def _broadcast_scalar(ctx: Ctx, divisor) -> Optional[Any]:
 
 def _compare_expr(ctx: Ctx, op: Op, args: list[str]) -> str:
     ctx.uses(op.operands[0].type.dtype)
+    pick = _picks_one_element(ctx, op)
+    if pick is not None:
+        return pick
     return f"tc::op_{op.attrs['fn']}({args[0]}, {args[1]})"
+
+
+def _picks_one_element(ctx: Ctx, op: Op) -> Optional[str]:
+    """`arange(n) == c` (or !=) as the register and thread holding element c:
+    after unrolling every other register's test is a constant, so no index is
+    compared per element and nothing loop-invariant is hoisted out of a loop
+    and held in registers (a `where(arange(n) == 0, p, x)` in DeviceScan's tile
+    loop took 58 registers so). None for other compares."""
+    fn = op.attrs["fn"]
+    if fn not in ("eq", "ne"):
+        return None
+    for iota, other in (op.operands, op.operands[::-1]):
+        definer = ctx.definer(iota)
+        c = ctx.constants.get(other.id)
+        if definer is None or definer.name != "iota" or not isinstance(c, int) or \
+                isinstance(c, bool):
+            continue
+        where = ctx.layout(iota.type).holder(c)
+        if where is None:
+            hit = "false"
+        elif where[1] < 0:
+            hit = "true"
+        else:
+            hit = f"(k == {where[0]} && (int)threadIdx.x == {where[1]})"
+        return hit if fn == "eq" else f"!{hit}"
+    return None
 
 
 def _where_expr(ctx: Ctx, op: Op, args: list[str]) -> str:
