@@ -58,3 +58,18 @@ def test_the_compare_names_one_register_and_thread():
     k, t = lay.holder(1029)
     assert f"(k == {k} && (int)threadIdx.x == {t})" in src
     assert "tc::op_eq(" not in src and "tc::op_ne(" not in src
+
+
+@ct.kernel
+def pick_narrow(x, o, N: ct.Constant[int]):
+    lane = ct.arange(N, dtype=ct.uint8)     # wraps past 255: elements 44 and 300 hold 44
+    ct.store(o, (0,), ct.where(lane == 44, ct.load(x, (0,), (N,)), 0))
+
+
+def test_a_wrapping_arange_keeps_the_per_element_compare():
+    x = np.arange(512, dtype=np.int32) + 1
+    o = np.zeros_like(x)
+    ct.launch(None, (1,), pick_narrow, (x, o, 512))
+    np.testing.assert_array_equal(np.flatnonzero(o), [44, 300])
+    src = ct.compile(pick_narrow, (x, o, 512), arch="sm_90").source
+    assert "tc::op_eq(" in src and "threadIdx.x ==" not in src

@@ -202,9 +202,10 @@ def _picks_one_element(ctx: Ctx, op: Op) -> Optional[str]:
     for iota, other in (op.operands, op.operands[::-1]):
         definer = ctx.definer(iota)
         c = ctx.constants.get(other.id)
+        dtype = iota.type.dtype
         if definer is None or definer.name != "iota" or not isinstance(c, int) or \
-                isinstance(c, bool):
-            continue
+                isinstance(c, bool) or not dtype.is_integer or dtype.max < iota.type.size - 1:
+            continue    # (a narrow arange wraps: then several elements hold c)
         where = ctx.layout(iota.type).holder(c)
         if where is None:
             hit = "false"
