@@ -155,9 +155,9 @@ def _compile_fitted(gen: GeneratedKernel, arch: str, options: CodegenOptions, fn
             return blocks, tight_used, tight_cubin
     elif used.stack_bytes:
         # ptxas capped the registers for an occupancy of its own choosing and spilled:
-        # asked for that occupancy, it allocates anew and may fit (NVRTC 13.5, sm_90:
-        # DeviceScan's int32 exclusive user-operator scan, 168 registers and 8 bytes of
-        # stack unbounded, none at __launch_bounds__(128, 3))
+        # asked for that occupancy, it allocates anew and may fit (NVRTC 13.5, sm_90: a
+        # stand-in of DeviceScan's int32 exclusive user-operator scan on broadcast views,
+        # 168 registers and 8 bytes of stack unbounded, none at __launch_bounds__(128, 3))
         blocks = blocks_per_sm(gen.block_threads, used.registers, arch)
         bound_cubin, bound_used = report(with_min_blocks(gen, blocks).source)
         if bound_used is not None and bound_used.stack_bytes < used.stack_bytes:
