@@ -1,8 +1,9 @@
 """The scan kernels the GPU runs with the shipped sm_80/sm_90 policies
 (full-size tiles of 1024 threads and the small inputs' tiles, every mode,
 packed and wide status, 64-bit offsets from 2**31 items) compile under NVRTC
-without spilling. Launches are captured instead of run; broadcast views stand
-for arrays larger than the small-input threshold."""
+without spilling. Launches are captured instead of run, on contiguous arrays that
+nothing touches (broadcast views only for 2**31 items: their stride 0 builds other
+kernels)."""
 import re
 
 import numpy as np
@@ -31,8 +32,11 @@ def add(a, b):
 
 
 def big(dtype, n=(1 << 24) + 1):
-    """A read-only stand-in for an array of n items (past the small-input tile)."""
-    return np.broadcast_to(np.zeros(1, dtype), (n,))
+    """An array of n items (past the small-input tile) that nothing touches (the
+    launches are captured, np.zeros maps its pages lazily): contiguous, so the
+    kernels compiled are those a GPU call runs (a broadcast view's stride 0 gives
+    others, without vector accesses)."""
+    return np.zeros(n, dtype)
 
 
 N = (1 << 24) + 1
