@@ -635,6 +635,12 @@ def e_axis(x, p):
 
 
 @ct.kernel
+def e_exclusive(x, p):
+    t = ct.load(x, (0,), (8,))
+    ct.store(x, (0,), ct.scan(t, 0, operator.add, 0, exclusive=ct.bid(0) > 0))  # E-EXCL
+
+
+@ct.kernel
 def e_fp8(x, p):
     t = ct.load(x, (0,), (8,))
     ct.store(x, (0,), ct.cumsum(ct.astype(t, ct.float8_e4m3fn)).astype(ct.int32))  # E-FP8
@@ -670,6 +676,8 @@ SCAN_ERRORS = [
                                "typed constant 3", "E-FUNC"),
     (e_axis, ct.TileTypeError, 'Invalid argument "axis" of reduce(): expected a constant int, '
                                "got NoneType None", "E-AXIS"),
+    (e_exclusive, ct.TileTypeError, 'Invalid argument "exclusive" of scan(): expected a '
+                                    "constant bool, got a bool_ scalar", "E-EXCL"),
     (e_fp8, ct.TileTypeError, 'Invalid argument "x" of cumsum(): non-arithmetic dtype '
                               "float8_e4m3fn is unsupported (convert it with astype())",
      "E-FP8"),

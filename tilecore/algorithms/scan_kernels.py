@@ -447,7 +447,7 @@ def scan_fenwick(x, keys, y, n, init, counter, status, vals, TILE: ct.Constant[i
 
 # --- the overlapped finish of well-known operators ----------------------------------------------
 @ct.function
-def local_scan(u, TILE, KIND, OP, ID, ACC, EXCLUSIVE):
+def local_scan(u, KIND, OP, ID, ACC, EXCLUSIVE):
     """The tile's own scan, without any prefix (computed while the look-back's
     first loads are in flight): inclusive, or with EXCLUSIVE (an exclusive scan
     from its unshifted items: in the kernels, EXCL and neither SHIFT nor INV)
@@ -464,11 +464,12 @@ def local_scan(u, TILE, KIND, OP, ID, ACC, EXCLUSIVE):
 @ct.function
 def finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, EXCL, HAS_INIT, INV,
                  WIDE):
-    """Store tile t from its local scan z (of the items u: inclusive, or for an
-    exclusive scan of the items shifted by one or exclusive, lane 0 held for the
-    prefix) with the prefix p = init (+) exclusive prefix applied to every lane
-    (an exclusive scan's lane 0 is p itself). INV: an exclusive integer add/xor
-    scan from the unshifted items, as inclusive minus the item (exact)."""
+    """Store tile t from its local scan z with the prefix p = init (+) exclusive
+    prefix applied to every lane. z is inclusive, or for an exclusive scan either
+    the inclusive scan of the items shifted by one or the exclusive scan of the
+    items (lane 0 a well-known operator's identity, or a user operator's stand-in,
+    replaced by p itself). INV: an exclusive integer add/xor scan from the
+    unshifted items, as inclusive minus the item (exact)."""
     base, g = tile_index(t, n, TILE, WIDE)
     if HAS_INIT:
         start = ct.full((1,), init, ACC)
@@ -587,7 +588,7 @@ def first_window(status, t, u, TILE, WINDOW, ACC, KIND, OP, ID, SHIFT, EXCL, INV
         words = load_words(status, w, WINDOW, PACKED)
     z = u
     if OVERLAP:
-        z = local_scan(u, TILE, KIND, OP, ID, ACC, EXCL and not SHIFT and not INV)
+        z = local_scan(u, KIND, OP, ID, ACC, EXCL and not SHIFT and not INV)
     return w, words, z
 
 
@@ -849,7 +850,7 @@ def groups_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, GRO
         words = load_words(status, k, GROUP, PACKED)     # in flight while the tile is scanned
     z = u
     if OVERLAP:
-        z = local_scan(u, TILE, KIND, OP, ID, ACC, EXCL and not SHIFT and not INV)
+        z = local_scan(u, KIND, OP, ID, ACC, EXCL and not SHIFT and not INV)
     if not SINGLE:
         gwords = load_words(status, P // GROUPS, GROUPS, PACKED)
         lane = ct.arange(GROUP, dtype=ct.int32)
@@ -1101,7 +1102,7 @@ def recompute_plain(x, keys, y, n, init, t, TILE, ACC, KIND, OP, ID, EQ, HAS_EQ,
     u, hu, h, _, _, _ = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ, HAS_EQ, SHIFT,
                                    False, False, WIDE)
     if KIND != "user" or not SHIFT:
-        z = local_scan(u, TILE, KIND, OP, ID, ACC, EXCL and not SHIFT and not INV)
+        z = local_scan(u, KIND, OP, ID, ACC, EXCL and not SHIFT and not INV)
         finish_known(y, n, t, u, z, p_ok, p_val, init, TILE, KIND, OP, ACC, EXCL, HAS_INIT,
                      INV, WIDE)
     else:

@@ -149,8 +149,7 @@ def _trivial(ctx: Ctx, op: Op) -> bool:
 
 
 def _scan(ctx: Ctx, op: Op) -> None:
-    x0 = op.operands[0]
-    if op.attrs.get("exclusive") and (x0.type.shape[op.attrs["axis"]] == 1 or x0.type.size == 1):
+    if op.attrs.get("exclusive") and op.operands[0].type.shape[op.attrs["axis"]] == 1:
         # one element a segment: no predecessor anywhere, every element the identity
         for r, v in zip(op.results, op.attrs["identities"]):
             out = ctx.declare(r)
@@ -300,8 +299,7 @@ def _folds_to_every_thread(ctx: Ctx, op: Op) -> bool:
     if size < threads * vec:
         return ctx.in_loop()
     totals = size // (threads * vec) * (threads // 32)
-    return (_folds_directly(ctx, op) and size % (threads * vec) == 0
-            and (totals <= 32 or totals % 32 == 0))
+    return size % (threads * vec) == 0 and (totals <= 32 or totals % 32 == 0)
 
 
 RULES = {"scan": _scan, "fold": _fold}

@@ -437,7 +437,7 @@ constexpr bool allfold_fits =
 
 // tile_fold_small's tiles (threads 0..N-1 hold one each): each warp's lane 0 its total
 // (fold_down), the totals through shared memory, every thread folds them in order.
-template <int NT, int N, int SLOT, bool REUSED, class A, class F>
+template <int N, int SLOT, bool REUSED, class A, class F>
 __device__ __forceinline__ A tile_allfold_small(const A* y, F f) {
   constexpr int W = N < 32 ? N : 32, NW = N / W;
   const int lane = (int)threadIdx.x & 31, wi = (int)threadIdx.x >> 5;
@@ -488,7 +488,7 @@ template <int NT, int N, int V, int SLOT, bool REUSED, class A, class F>
 __device__ __forceinline__ A tile_allfold(const A* y, F f) {
   static_assert(allfold_fits<NT, N, V>, "allfold layout");
   if constexpr (N < NT * V) {
-    return tile_allfold_small<NT, N, SLOT, REUSED>(y, f);
+    return tile_allfold_small<N, SLOT, REUSED>(y, f);
   } else {
     return tile_allfold_chunks<NT, N, V, SLOT, REUSED>(y, f);
   }
