@@ -828,6 +828,7 @@ def test_load_ahead_policy_field():
 
 
 # --- mode 3 loading ahead ------------------------------------------------------------------------
+@pytest.mark.float_scratch("status", "vals")   # float aggregates: rounded as each backend folds
 @pytest.mark.parametrize("n", SIZES)
 def test_groups_load_ahead_gives_the_same_bits(monkeypatch, n):
     """Mode 3 loading ahead (a group's last tile publishes the group's aggregate
@@ -859,6 +860,7 @@ def test_groups_load_ahead_gives_the_same_bits(monkeypatch, n):
         assert (grid, counter) == ((min(tiles, 4),), tiles + min(tiles, 4))
 
 
+@pytest.mark.float_scratch("status", "vals")   # float aggregates: rounded as each backend folds
 def test_groups_load_ahead_by_key_user_and_in_place():
     """Mode 3 loading ahead over many groups of tiles: a float sum by key with a
     run over ~10 tiles, a non-commutative user operator by key, an exclusive
@@ -888,3 +890,53 @@ def test_groups_load_ahead_by_key_user_and_in_place():
                                                          affine_ref))
         for a, b in zip(got, want):
             np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+# --- mode 3 with groups of GROUPS tiles (one readiness check and one fold) -----------------------
+@pytest.mark.float_scratch("status", "vals")   # float aggregates: rounded as each backend folds
+def test_groups_of_every_group_word():
+    """group_tiles == K.GROUPS (a group as many tiles as the group words): a
+    well-known operator not by key folds its group's aggregates and the groups'
+    side by side in one reduction. Over two groups and a partial third: float32
+    inclusive and exclusive sums (exact data), random float32 sums bit-identical
+    loading ahead or not and close to float64, an exact operator in mode 3
+    (int32 max with init), wide values (float64 with init) and in place; user
+    operators (non-commutative; inclusive and exclusive with init), which keep
+    the two folds, on the same groups."""
+    m = dict(GROUPS, group_tiles=K.GROUPS)
+    n = 2 * K.GROUPS * TILE + 3 * TILE + 5
+    x = small_ints(np.float32, n)
+    for method, want in ((S.inclusive_sum, np.cumsum(x)), (S.exclusive_sum, exclusive_cumsum(x))):
+        for mode in (m, dict(m, load_ahead=1)):
+            y = np.full(n + 3, 7, np.float32)
+            run(method, x, y, n, mode=mode)
+            np.testing.assert_array_equal(y[:n], want)
+            np.testing.assert_array_equal(y[n:], 7)
+    r = RNG.standard_normal(n).astype(np.float32)
+    got = []
+    for mode in (m, dict(m, load_ahead=1)):
+        y = np.zeros(n, np.float32)
+        run(S.inclusive_sum, r, y, n, mode=mode)
+        got.append(y)
+    np.testing.assert_array_equal(got[0].view(np.uint32), got[1].view(np.uint32))
+    np.testing.assert_allclose(got[0], np.cumsum(r.astype(np.float64)), rtol=1e-5, atol=1e-3)
+    i = small_ints(np.int32, n)
+    yi = np.zeros_like(i)
+    run(S.exclusive_scan, i, yi, "max", np.int32(-3), n, mode=dict(m, exact_mode=3))
+    np.testing.assert_array_equal(yi, np.maximum.accumulate(np.concatenate([[-3], i[:-1]])))
+    d = small_ints(np.float64, n)
+    z = d.copy()
+    run(S.inclusive_scan_init, z, z, "add", np.float64(2.0), n, mode=dict(m, load_ahead=1))
+    np.testing.assert_array_equal(z, 2.0 + np.cumsum(d))
+    # user operators on groups of GROUPS tiles (a non-commutative one)
+    u = RNG.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    init = np.uint32((3 << 16) | 5)
+    for mode in (m, dict(m, load_ahead=1)):
+        yu = np.zeros_like(u)
+        run(S.inclusive_scan, u, yu, affine, n, mode=mode)
+        np.testing.assert_array_equal(yu, affine_scan_ref(u))
+        run(S.exclusive_scan, u, yu, affine, init, n, mode=mode)
+        np.testing.assert_array_equal(yu, affine_scan_ref(u, init, True))
+        y = np.zeros(n, np.float32)
+        run(S.exclusive_scan, x, y, user_add, np.float32(0), n, mode=mode)
+        np.testing.assert_array_equal(y, exclusive_cumsum(x))
