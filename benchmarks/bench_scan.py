@@ -26,7 +26,7 @@ import torch
 
 import tilecore as ct
 from common import (buffer_sets, copy_bandwidth_gbs, device_info, parse_out, print_table,
-                    script_option, steady_ms, write_json)
+                    same_bytes_copy_gbs, script_option, steady_ms, write_json)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from lookback_scan import Scanner  # noqa: E402
@@ -103,14 +103,6 @@ def _peers(x, y) -> dict:
     return peers
 
 
-def _same_bytes_copy_gbs(sets) -> float:
-    """Copy of each set's input into its output, over the same rotating sets."""
-    pairs = [(torch.as_tensor(x, device="cuda"), torch.as_tensor(y, device="cuda"))
-             for x, y in sets]
-    ms = steady_ms([lambda s=s, d=d: d.copy_(s) for s, d in pairs])   # as copy_bandwidth_gbs
-    return 8 * sets[0][0].shape[0] / ms / 1e6
-
-
 def main() -> None:
     sizes = [int(v) for v in script_option("--sizes", SIZES)]
     out = parse_out()
@@ -139,7 +131,7 @@ def main() -> None:
                 _check(name, fn, *sets[0])
                 ms = steady_ms([lambda x=x, y=y, fn=fn: fn(x, y) for x, y in sets])
                 gbs[name] = 8 * n / ms / 1e6
-            same = _same_bytes_copy_gbs(sets)
+            same = same_bytes_copy_gbs(sets)
             t, cub = gbs["tilecore"], gbs.get("CUB")
             rows.append([np.dtype(dtype).name, f"2^{log2n}", *(round(v, 1) for v in gbs.values()),
                          round(same, 1), f"{100 * t / copy:.1f}%", f"{100 * t / same:.1f}%",

@@ -74,6 +74,17 @@ def copy_bandwidth_gbs(nbytes: int = 1 << 30) -> float:
     return 2 * nbytes / ms / 1e6
 
 
+def same_bytes_copy_gbs(sets) -> float:
+    """Copy of each (x, y) set's input into its output over the same rotating sets, GB/s
+    read + written: what a single-pass scan of that size could reach (a large copy
+    runs faster than a small one)."""
+    import torch
+    pairs = [(torch.as_tensor(x, device="cuda"), torch.as_tensor(y, device="cuda"))
+             for x, y in sets]
+    ms = steady_ms([lambda s=s, d=d: d.copy_(s) for s, d in pairs])   # as copy_bandwidth_gbs
+    return 2 * pairs[0][0].nbytes / ms / 1e6
+
+
 def flushed_copy_bandwidth_gbs(nbytes: int = 1 << 30) -> float:
     """The same copy timed by bench_ms (L2 flushed before each call)."""
     src = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
