@@ -493,6 +493,7 @@ def test_cached_path_rechecks_arrays_whose_memory_moved(general, monkeypatch):
     the signature tracks where they are (PyTorch's tensors can move: `set_`,
     `resize_`) and that changed: stood in for here by a place function over
     NumPy arrays."""
+    monkeypatch.setattr(RBK, "_sigs", {})     # only this test's signature (whatever ran before)
     keys, vals, u, a, r = arrays()
     temp = np.zeros(1, np.uint8)
     check(keys, vals, "add", operator.add)

@@ -901,8 +901,8 @@ def test_groups_of_every_group_word():
     inclusive and exclusive sums (exact data), random float32 sums bit-identical
     loading ahead or not and close to float64, an exact operator in mode 3
     (int32 max with init), wide values (float64 with init) and in place; user
-    operators (non-commutative; inclusive and exclusive with init), which keep
-    the two folds, on the same groups."""
+    operators (non-commutative; inclusive and exclusive with init), waited for
+    once too and folded in order, two folds joined."""
     m = dict(GROUPS, group_tiles=K.GROUPS)
     n = 2 * K.GROUPS * TILE + 3 * TILE + 5
     x = small_ints(np.float32, n)

@@ -42,8 +42,9 @@ every association gives the same bits):
   tiles' aggregates and Ag the groups' (published by each group's last tile
   as soon as its group's aggregates are in), from one load of the GROUPS group
   words, one of the group's G status words and two fixed-shape masked
-  reductions (with G == GROUPS, a well-known operator's two masked tiles are
-  combined lane by lane and folded once: groups_prefix_fused). A tile waits
+  reductions (with G == GROUPS both are waited for by one readiness check, and
+  a well-known operator's two masked tiles are combined lane by lane and
+  folded once: groups_prefix_fused). A tile waits
   only for the aggregates before it, as in the decoupled look-back, never for
   another tile's prefix. The host doubles G until the groups fit in GROUPS
   words. Deterministic: see below.
@@ -836,15 +837,16 @@ def publish_group(status, vals, P, k, v, hd, a_head, GROUP, KIND, OP, ID, ACC, B
 @ct.function
 def groups_prefix_fused(status, vals, P, t, k, j, words, gwords, a_head, agg, GROUP, ACC, KIND,
                         OP, ID, PACKED, PUBLISH):
-    """Tile t's exclusive prefix part in mode 3 for a well-known operator not by key
-    when a group has as many tiles as the group words (GROUP == GROUPS): the
-    group's aggregates before it and the groups' before its group, lane by lane
-    side by side, waited for once and folded once (one readiness reduction and
-    one fold, not two of each; a fixed tree over the lanes, so the association
-    depends on t alone). With PUBLISH a group's last tile first publishes its
-    group's aggregate, which waits only for its own group. (User operators keep
-    two folds: their two in-order (ok, value) folds carried through one
-    reduction ran slower, H200 2^27 3664 against 3773 GB/s.)"""
+    """Tile t's exclusive prefix part in mode 3, not by key, when a group has as
+    many tiles as the group words (GROUP == GROUPS): the group's aggregates
+    before it and the groups' before its group are waited for once (one
+    readiness reduction, not two), then a well-known operator combines them lane
+    by lane side by side and folds once (a fixed tree over the lanes, so the
+    association depends on t alone), a user operator folds each in order as
+    (ok, value) pairs and joins the two (carried through one reduction, the two
+    folds ran slower: H200 2^27 3664 against 3773 GB/s). With PUBLISH a group's
+    last tile first publishes its group's aggregate, which waits only for its
+    own group."""
     lane = ct.arange(GROUPS, dtype=ct.int32)
     need = lane < j
     gneed = lane < k
@@ -863,6 +865,12 @@ def groups_prefix_fused(status, vals, P, t, k, j, words, gwords, a_head, agg, GR
     else:
         v = ct.load(vals, (k,), (GROUP,))
         gv = ct.load(vals, (P // GROUPS,), (GROUPS,))
+    if KIND == "user":
+        zero = ct.zeros((GROUPS,), ct.int32)
+        g_ok, _, g_val = fold_parts(ct.where(gneed, 1, 0), zero, gv, KIND, OP, ACC, False)
+        e_ok, _, e_val = fold_parts(ct.where(need, 1, 0), zero, v, KIND, OP, ACC, False)
+        p_ok, p_val = join_ok(g_ok, g_val, e_ok, e_val, KIND, OP, ACC)
+        return p_ok, ct.zeros((1,), ct.int32), p_val
     both = combine_known(ct.where(gneed, gv, ID), ct.where(need, v, ID), KIND)
     return (ct.where(t > 0, ct.full((1,), 1, ct.int32), 0), ct.zeros((1,), ct.int32),
             fold_known(both, KIND, ID, ACC))
@@ -890,7 +898,7 @@ def groups_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, GRO
         z = local_scan(u, KIND, OP, ID, ACC, EXCL and not SHIFT and not INV)
     if not SINGLE:
         gwords = load_words(status, P // GROUPS, GROUPS, PACKED)
-        if KIND != "user" and not BY_KEY and GROUP == GROUPS:
+        if not BY_KEY and GROUP == GROUPS:
             p_ok, p_head, p_val = groups_prefix_fused(status, vals, P, t, k, j, words,
                                                       gwords, a_head, agg, GROUP, ACC,
                                                       KIND, OP, ID, PACKED, PUBLISH)
