@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import tilecore as ct
 
-from .scan_kernels import fold_known, fold_parts, heads_at, op2, store_items, tile_index
+from .scan_tiles import fold_known, fold_parts, heads_at, op2, store_items, tile_index
 
 __all__ = ["rbk_heads", "rbk_scatter", "rbk_zero", "rbk_small"]
 

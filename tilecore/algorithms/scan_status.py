@@ -1,0 +1,139 @@
+"""DeviceScan's status words (scan_kernels.py has the design): how a tile
+publishes its aggregate or inclusive prefix and how others read them, the ticket
+counter, and `scan_init`, which clears both before a single-pass scan.
+
+Status words pack the flags (READY, HEAD: a key run starts in the range,
+PREFIX: an inclusive prefix) in their high 32 bits and a value of up to 32
+bits in their low bits, published by one relaxed 64-bit store and read by one
+relaxed load or atomic (PACKED); wider values go to `vals` with plain stores,
+published by a release store of the word and read after an acquire (modes 2
+and 4 keep aggregates and prefixes in separate halves of `vals`, since a word
+goes from aggregate to prefix).
+"""
+from __future__ import annotations
+
+import tilecore as ct
+
+from .scan_tiles import ZERO, join
+
+__all__ = ["MO", "MS", "READY", "HEAD", "PREFIX", "to_bits", "from_bits", "publish", "read_words",
+           "ticket", "publish_at", "load_words", "flags_of", "publish_aggregate",
+           "publish_prefix", "scan_init"]
+
+MO, MS = ct.MemoryOrder, ct.MemoryScope
+READY, HEAD, PREFIX = 1, 2, 4
+
+
+@ct.function
+def to_bits(v, ACC):
+    """The bits of a (1,) value of at most 32 bits, zero-extended to int64."""
+    if ACC.itemsize == 4:
+        b = ct.bitcast(v, ct.uint32)
+    elif ACC.itemsize == 2:
+        b = ct.bitcast(v, ct.uint16)
+    else:
+        b = ct.bitcast(v, ct.uint8)
+    return ct.astype(b, ct.int64)
+
+
+@ct.function
+def from_bits(w, ACC):
+    """The value in the low bits of status words w."""
+    low = ct.astype(w & 0xFFFFFFFF, ct.uint32)
+    if ACC.itemsize == 4:
+        return ct.bitcast(low, ACC)
+    elif ACC.itemsize == 2:
+        return ct.bitcast(ct.astype(low, ct.uint16), ACC)
+    else:
+        return ct.bitcast(ct.astype(low, ct.uint8), ACC)
+
+
+@ct.function
+def publish(status, vals, m, head, v, ACC, PACKED):
+    """Publish tree[m] = (head, v) with the READY flag."""
+    flags = ct.astype(head, ct.int64) * HEAD + READY
+    if PACKED:
+        ct.store(status, (m,), (flags << 32) | to_bits(v, ACC), memory_order=MO.RELAXED,
+                 memory_scope=MS.DEVICE)
+    else:
+        ct.store(vals, (m,), v)
+        ct.store(status, (m,), flags << 32, memory_order=MO.RELEASE, memory_scope=MS.DEVICE)
+
+
+@ct.function
+def read_words(raw, pos, mask, zero, PACKED):
+    """The status words at `pos` (masked lanes: 0), read by atomics: relaxed for
+    packed words, acquire when the values are in `vals`."""
+    if PACKED:
+        return raw.atomic_or_offset(pos, zero, mask=mask, memory_order=MO.RELAXED,
+                                    memory_scope=MS.DEVICE)
+    else:
+        return raw.atomic_or_offset(pos, zero, mask=mask, memory_order=MO.ACQUIRE,
+                                    memory_scope=MS.DEVICE)
+
+
+@ct.function
+def ticket(counter, SINGLE):
+    if SINGLE:
+        return ct.zeros((), counter.dtype)
+    else:
+        return ct.atomic_add(counter, 0, 1, memory_order=MO.RELAXED)
+
+
+@ct.function
+def publish_at(status, s_idx, vals, v_idx, flags, v, ACC, PACKED):
+    """status[s_idx] = flags (a (1,) int64 tile) with value v: packed beside the
+    flags (one relaxed store), or in vals[v_idx] published by a release store."""
+    if PACKED:
+        ct.store(status, (s_idx,), (flags << 32) | to_bits(v, ACC), memory_order=MO.RELAXED,
+                 memory_scope=MS.DEVICE)
+    else:
+        ct.store(vals, (v_idx,), v)
+        ct.store(status, (s_idx,), flags << 32, memory_order=MO.RELEASE, memory_scope=MS.DEVICE)
+
+
+@ct.function
+def load_words(status, idx, size, PACKED):
+    """status words [idx*size, (idx+1)*size): relaxed (packed) or acquire loads."""
+    if PACKED:
+        return ct.load(status, (idx,), (size,), padding_mode=ZERO, memory_order=MO.RELAXED,
+                       memory_scope=MS.DEVICE)
+    else:
+        return ct.load(status, (idx,), (size,), padding_mode=ZERO, memory_order=MO.ACQUIRE,
+                       memory_scope=MS.DEVICE)
+
+
+@ct.function
+def flags_of(head):
+    return ct.astype(head, ct.int64) * HEAD + READY
+
+
+@ct.function
+def publish_aggregate(status, vals, P, t, a_head, agg, ACC, PACKED):
+    """A look-back tile's first word (modes 2 and 4): its aggregate; tile 0's is
+    its inclusive prefix."""
+    if t == 0:
+        publish_at(status, t, vals, P + t, ct.full((1,), READY | PREFIX, ct.int64), agg,
+                   ACC, PACKED)
+    else:
+        publish_at(status, t, vals, t, flags_of(a_head), agg, ACC, PACKED)
+
+
+@ct.function
+def publish_prefix(status, vals, P, t, excl, a_head, agg, KIND, OP, ACC, BY_KEY, PACKED):
+    """Publish tile t's inclusive prefix (excl, then its aggregate) in its word
+    (modes 2 and 4); returns its exclusive prefix part (ok, head, value): item 0
+    starts a run, so every prefix holds a head."""
+    one = ct.full((1,), 1, ct.int32)
+    _, _, incl = join(one, one, excl, one, a_head, agg, KIND, OP, ACC, BY_KEY)
+    publish_at(status, t, vals, P + t, ct.full((1,), READY | PREFIX, ct.int64), incl, ACC,
+               PACKED)
+    return one, one, excl
+
+
+@ct.kernel
+def scan_init(counter, status, TILE: ct.Constant[int]):
+    """Clear the ticket counter and every tile's status word before a scan."""
+    ct.store(status, (ct.bid(0),), ct.zeros((TILE,), ct.int64))
+    if ct.bid(0) == 0:
+        ct.store(counter, (0,), ct.zeros((1,), counter.dtype))
