@@ -23,10 +23,8 @@ halves, so that both drivers below share them:
   lane; an exclusive scan of unshifted items there is `ct.scan(...,
   exclusive=True)`, its lane 0 init (+) prefix itself.
 
-A *part* is a tile's or a range's contribution as three 1-element tiles: ok
-(0: empty, nothing to combine), head (by-key scans: a new key starts inside
-the range) and value (the operator folded from the last head on). `join`
-combines consecutive parts in order; it is associative and not commutative.
+Aggregates and prefixes are *parts* (ok, head, value), combined in order by
+`join` (scan_tiles).
 
 Drivers (the policy's `mode` chooses; `exact_mode` for exact operators: integer
 add/mul/and/or/xor, min/max of any dtype and user operators on integers, whose
@@ -82,16 +80,9 @@ waits longer; it never folds something else. So the output is bit-identical
 run to run whatever the timing. Mode 2's folds depend on timing, which an exact
 operator cannot see.
 
-Status words pack the flags (READY, HEAD: a key run starts in the range,
-PREFIX: an inclusive prefix) in their high 32 bits and a value of up to 32
-bits in their low bits, published by one relaxed 64-bit store and read by one
-relaxed load or atomic (PACKED); wider values go to `vals` with plain stores,
-published by a release store of the word and read after an acquire (modes 2
-and 4 keep aggregates and prefixes in separate halves of `vals`, since a word
-goes from aggregate to prefix).
-
-`scan_init` clears the ticket counter and the status words before a
-single-pass scan.
+Tiles publish through status words (flags and a value of up to 32 bits in one
+64-bit word, or the value in `vals`: scan_status), which `scan_init` clears,
+with the ticket counter, before a single-pass scan.
 """
 from __future__ import annotations
 
