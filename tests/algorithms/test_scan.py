@@ -395,7 +395,7 @@ def test_policy_tables_and_overrides():
 
 # --- the look-back modes -------------------------------------------------------------------------
 def test_exact_operator_classes():
-    from tilecore.algorithms.scan import exact_operator
+    from tilecore.algorithms.scan_plan import exact_operator
     from tilecore.language import dtypes as D
     assert exact_operator("add", D.int32) and exact_operator("xor", D.uint8)
     assert exact_operator("min", D.float32) and exact_operator("max", D.bfloat16)
@@ -817,7 +817,7 @@ def test_load_ahead_policy_field():
     with pytest.raises(TuningError, match="field 'load_ahead': expected an integer, got True"):
         with override_policy("scan", load_ahead=True):
             pass
-    from tilecore.algorithms import scan as SC
+    from tilecore.algorithms import scan_plan as SC
     from tilecore.dispatch.target import interpreter_target
     from tilecore.language import dtypes as D
     for mode in (SINGLE_PASS, ORDERED):

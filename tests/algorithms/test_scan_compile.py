@@ -64,7 +64,7 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_default_policy_kernels_compile(monkeypatch, arch, case):
     """(User operators: after the GPU's step-down from a spilling tile, `_fit`.)"""
-    from tilecore.algorithms import scan as SC
+    from tilecore.algorithms import scan_plan as SC
     monkeypatch.setenv("TILECORE_ARCH", arch)              # the interpreter takes arch's policy
     fits = SC._Plan.fits
     monkeypatch.setattr(SC._Plan, "fits", lambda self, host: fits(self, False))
@@ -257,7 +257,7 @@ def test_a_spilling_user_operator_steps_down_its_tile(monkeypatch, method, extra
     query covers the smallest step). Shown with NVRTC for sm_90 deciding and
     the interpreter running the chosen tile (fitting enabled for it here), the
     16-bit affine composition at a 512 x 64 policy."""
-    from tilecore.algorithms import scan as SC
+    from tilecore.algorithms import scan_plan as SC
     monkeypatch.setenv("TILECORE_ARCH", "sm_90")
     fits = SC._Plan.fits
     monkeypatch.setattr(SC._Plan, "fits", lambda self, host: fits(self, False))

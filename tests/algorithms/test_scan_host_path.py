@@ -12,6 +12,7 @@ import tilecore as ct
 import tilecore.algorithms as A
 from tilecore.algorithms import DeviceScan as S
 from tilecore.algorithms import scan as SM
+from tilecore.algorithms import scan_plan as SP
 from tilecore.algorithms import scan_convenience as SC
 from tilecore.dispatch import override_policy
 from tilecore.runtime import DeviceArray
@@ -34,7 +35,7 @@ def user_add(a, b):
 def counted(monkeypatch):
     """Counts argument ingestion (`describe`) and policy selection."""
     return count_calls(monkeypatch, [(SM, "describe", "describe"),
-                                      (SM, "select_scan_policy", "policy"),
+                                      (SP, "select_scan_policy", "policy"),
                                       (SC, "describe", "describe")])
 
 
@@ -86,7 +87,7 @@ def test_cached_calls_are_exact_and_do_not_reingest_or_replan(counted):
         calls = _calls(x, y, keys, temp, N)
         for _, call, _ in calls:                 # the general path, once per signature
             call()
-        seen, plans = dict(counted), len(SM._plans)
+        seen, plans = dict(counted), len(SP._plans)
         for name, call, want in calls:
             for _ in range(2):
                 y[:N] = 7
@@ -94,7 +95,7 @@ def test_cached_calls_are_exact_and_do_not_reingest_or_replan(counted):
                 np.testing.assert_array_equal(y[:N], want.astype(np.float32), err_msg=name)
         assert np.all(y[N:] == 7)                # nothing past num_items
         assert counted == seen, "a cached call re-ingested arguments or re-selected a policy"
-        assert len(SM._plans) == plans
+        assert len(SP._plans) == plans
 
 
 def test_cached_and_general_paths_launch_the_same(launches, monkeypatch):
@@ -311,7 +312,7 @@ def stand_in_gpu(monkeypatch):
     monkeypatch.setattr(H, "_one_device", [True])
     monkeypatch.setitem(T._targets, 0, T.Target(90, 132, 0))
     monkeypatch.setenv("TILECORE_ARCH", "sm_90")    # what a user operator's tile is fitted for
-    for module, name in ((shared, "_kernels"), (SM, "_plans"), (SM, "_sigs")):
+    for module, name in ((shared, "_kernels"), (SP, "_plans"), (SM, "_sigs")):
         monkeypatch.setattr(module, name, {})
     return driver, general
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tilecore.algorithms.reduce as reduce_mod
-import tilecore.algorithms.scan as scan_mod
+import tilecore.algorithms.scan_plan as scan_mod
 import tilecore.algorithms.segmented_reduce as segmented_mod
 from tilecore import config
 from tilecore.dispatch import override_policy

@@ -5,9 +5,9 @@
   `reduce_kernels.py`, operators and accumulator rules in `operators.py`,
   argument checks in `arrays.py`).
 - `DeviceScan`: inclusive/exclusive sums and scans, with init, by key
-  (`scan.py`; kernels in `scan_kernels.py`, their parts in `scan_tiles.py`,
-  `scan_status.py`, `scan_lookback.py`, `scan_groups.py`, `scan_recompute.py`,
-  `scan_twopass.py`).
+  (`scan.py`; plans and launches in `scan_plan.py`; kernels in `scan_kernels.py`,
+  their parts in `scan_tiles.py`, `scan_status.py`, `scan_lookback.py`,
+  `scan_groups.py`, `scan_recompute.py`, `scan_twopass.py`).
 - The convenience layer: `sum`, `min`, `max`, `argmin`, `argmax`
   (`convenience.py`), `cumsum` (`scan_convenience.py`).
 - `DeviceSegmentedReduce`: sum, min, max, arg_min, arg_max, reduce over
