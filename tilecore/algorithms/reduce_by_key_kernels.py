@@ -46,7 +46,8 @@ from __future__ import annotations
 
 import tilecore as ct
 
-from .scan_tiles import fold_known, fold_parts, heads_at, op2, store_items, tile_index
+from .reduce_kernels import fold_known
+from .scan_tiles import fold_parts, heads_at, op2, store_items, tile_index
 
 __all__ = ["rbk_heads", "rbk_scatter", "rbk_zero", "rbk_small"]
 
@@ -116,7 +117,7 @@ def rbk_small(keys, values, unique_out, aggregates_out, num_runs_out, n,
                 gi = i * TILE + lane
                 v = ct.astype(ct.load(values, (i,), (TILE,)), ACC)
                 acc = op2(acc, ct.where(gi >= s, v, ID), KIND, OP, ACC)
-            p_val = fold_known(acc, KIND, ID, ACC)
+            p_val = fold_known(acc, 0, KIND, ID, True)
         else:
             first = s // TILE
             for i in range(first, t):

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import tilecore as ct
 
-__all__ = ["reduce_known", "reduce_known_fixed", "reduce_user", "arg_reduce",
-           "arg_reduce_pairs"]
+__all__ = ["combine_known", "fold_known", "reduce_known", "reduce_known_fixed", "reduce_user",
+           "arg_reduce", "arg_reduce_pairs"]
 
 ZERO = ct.PaddingMode.ZERO
 
@@ -59,6 +59,22 @@ def combine_known(a, b, KIND):
             return ct.where((a > b) | ct.isnan(b), a, b)
         else:
             return ct.maximum(a, b)
+
+
+@ct.function
+def fold_known(u, AXIS, KIND, ID, KEEPDIMS):
+    """A well-known operator folded along AXIS over a tile padded with its identity
+    ID: sums, integer min and max as built-in reductions, the rest (float min/max
+    as fmin/fmax, mul, and, or, xor) through combine_known."""
+    if KIND == "add":
+        return ct.sum(u, AXIS, keepdims=KEEPDIMS)
+    elif KIND == "min" and not u.dtype.is_float:
+        return ct.min(u, AXIS, keepdims=KEEPDIMS)
+    elif KIND == "max" and not u.dtype.is_float:
+        return ct.max(u, AXIS, keepdims=KEEPDIMS)
+    else:
+        return ct.reduce(u, AXIS, lambda p, q: combine_known(p, q, KIND), ID,
+                         keepdims=KEEPDIMS)
 
 
 @ct.function
@@ -104,14 +120,7 @@ def known(x, out, n, init, TILE, ACC, KIND, ID, XFORM, HAS_XFORM, FINAL):
             t = items(ct.load(x, index=(full,), shape=(TILE,), padding_mode=ZERO), ACC, XFORM,
                       HAS_XFORM)
             acc = ct.where(ct.arange(TILE) < rem, combine_known(acc, t, KIND), acc)
-    if KIND == "add":
-        r = ct.sum(acc, 0, keepdims=True)
-    elif KIND == "min" and not ACC.is_float:
-        r = ct.min(acc, 0, keepdims=True)
-    elif KIND == "max" and not ACC.is_float:
-        r = ct.max(acc, 0, keepdims=True)
-    else:
-        r = ct.reduce(acc, 0, lambda p, q: combine_known(p, q, KIND), ID, keepdims=True)
+    r = fold_known(acc, 0, KIND, ID, True)
     if FINAL:
         r = combine_known(ct.full((1,), init, ACC), r, KIND)
         ct.store(out, index=(0,), tile=ct.astype(r, out.dtype))

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import tilecore as ct
 
-from .reduce_kernels import combine_known
+from .reduce_kernels import combine_known, fold_known
 from .scan_status import HEAD, READY, flags_of, from_bits, load_words, publish_aggregate, publish_at
-from .scan_tiles import fold_known, fold_parts, join, join_ok, local_scan, store_tile
+from .scan_tiles import fold_parts, join, join_ok, local_scan, store_tile
 
 __all__ = ["GROUPS", "group_values", "publish_group", "groups_prefix_fused", "groups_rest",
            "publish_ahead"]
@@ -37,8 +37,8 @@ def publish_group(status, vals, P, k, v, hd, a_head, GROUP, KIND, OP, ID, ACC, B
     group's last tile's own aggregate in the last lane), in status[P + k]
     (vals[P + k])."""
     if KIND != "user" and not BY_KEY:
-        publish_at(status, P + k, vals, P + k, flags_of(a_head), fold_known(v, KIND, ID, ACC),
-                   ACC, PACKED)
+        publish_at(status, P + k, vals, P + k, flags_of(a_head),
+                   fold_known(v, 0, KIND, ID, True), ACC, PACKED)
     else:
         _, f_head, f_val = fold_parts(ct.full((GROUP,), 1, ct.int32), hd, v, KIND, OP, ACC,
                                       BY_KEY)
@@ -84,7 +84,7 @@ def groups_prefix_fused(status, vals, P, t, k, j, words, gwords, a_head, agg, GR
         return p_ok, ct.zeros((1,), ct.int32), p_val
     both = combine_known(ct.where(gneed, gv, ID), ct.where(need, v, ID), KIND)
     return (ct.where(t > 0, ct.full((1,), 1, ct.int32), 0), ct.zeros((1,), ct.int32),
-            fold_known(both, KIND, ID, ACC))
+            fold_known(both, 0, KIND, ID, True))
 
 
 @ct.function
@@ -132,7 +132,7 @@ def groups_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, GRO
                 # tree over the lanes either way, so the association depends on j alone)
                 e_ok = ct.where(j > 0, ct.full((1,), 1, ct.int32), 0)
                 e_head = ct.zeros((1,), ct.int32)
-                e_val = fold_known(ct.where(need, v, ID), KIND, ID, ACC)
+                e_val = fold_known(ct.where(need, v, ID), 0, KIND, ID, True)
             else:
                 e_ok, e_head, e_val = fold_parts(ct.where(need, 1, 0), ct.where(need, hd, 0),
                                                  v, KIND, OP, ACC, BY_KEY)
@@ -148,7 +148,7 @@ def groups_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, GRO
             if known:
                 g_ok = ct.where(k > 0, ct.full((1,), 1, ct.int32), 0)
                 g_head = ct.zeros((1,), ct.int32)
-                g_val = fold_known(ct.where(gneed, gv, ID), KIND, ID, ACC)
+                g_val = fold_known(ct.where(gneed, gv, ID), 0, KIND, ID, True)
             else:
                 gh = ct.where(gneed, ct.astype(((gwords >> 32) & HEAD) >> 1, ct.int32), 0)
                 g_ok, g_head, g_val = fold_parts(ct.where(gneed, 1, 0), gh, gv, KIND, OP, ACC,

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import tilecore as ct
 
-from .scan_tiles import (finish_known, fold_known, heads_at, join, local_scan, op2, tile_finish,
+from .reduce_kernels import fold_known
+from .scan_tiles import (finish_known, heads_at, join, local_scan, op2, tile_finish,
                          tile_index, tile_parts)
 
 __all__ = ["scan_recompute", "recompute_plain", "recompute_by_key", "last_head_before"]
@@ -48,7 +49,7 @@ def recompute_plain(x, keys, y, n, init, t, TILE, ACC, KIND, OP, ID, EQ, HAS_EQ,
             acc = ct.full((TILE,), ID, ACC)
             for i in range(t):
                 acc = op2(acc, ct.astype(ct.load(x, (i,), (TILE,)), ACC), KIND, OP, ACC)
-            p_val = fold_known(acc, KIND, ID, ACC)
+            p_val = fold_known(acc, 0, KIND, ID, True)
         else:
             for i in range(t):
                 a = ct.reduce(ct.astype(ct.load(x, (i,), (TILE,)), ACC), 0,
@@ -91,7 +92,7 @@ def recompute_by_key(x, keys, y, n, init, t, TILE, ACC, KIND, OP, ID, EQ, HAS_EQ
                 _, g = tile_index(i, n, TILE, WIDE)
                 v = ct.astype(ct.load(x, (i,), (TILE,)), ACC)
                 acc = op2(acc, ct.where(g >= last, v, ID), KIND, OP, ACC)
-            p_val = fold_known(acc, KIND, ID, ACC)
+            p_val = fold_known(acc, 0, KIND, ID, True)
         else:
             for i in range(last // TILE, t):
                 _, _, _, a_ok, a_head, agg = tile_parts(x, keys, y, n, i, TILE, ACC, KIND, OP,

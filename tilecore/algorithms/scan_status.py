@@ -51,13 +51,7 @@ def from_bits(w, ACC):
 @ct.function
 def publish(status, vals, m, head, v, ACC, PACKED):
     """Publish tree[m] = (head, v) with the READY flag."""
-    flags = ct.astype(head, ct.int64) * HEAD + READY
-    if PACKED:
-        ct.store(status, (m,), (flags << 32) | to_bits(v, ACC), memory_order=MO.RELAXED,
-                 memory_scope=MS.DEVICE)
-    else:
-        ct.store(vals, (m,), v)
-        ct.store(status, (m,), flags << 32, memory_order=MO.RELEASE, memory_scope=MS.DEVICE)
+    publish_at(status, m, vals, m, ct.astype(head, ct.int64) * HEAD + READY, v, ACC, PACKED)
 
 
 @ct.function

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import tilecore as ct
 
-from .reduce_kernels import combine_known
+from .reduce_kernels import combine_known, fold_known
 
-__all__ = ["ZERO", "op2", "join", "join2", "join_ok", "fold_parts", "fold_known", "heads_at",
+__all__ = ["ZERO", "op2", "join", "join2", "join_ok", "fold_parts", "heads_at",
            "load_items", "tile_index", "tile_parts", "tile_finish", "store_items", "local_scan",
            "finish_known", "store_tile"]
 
@@ -73,20 +73,6 @@ def fold_parts(ok, h, v, KIND, OP, ACC, BY_KEY):
                              lambda oa, a, ob, b: join_ok(oa, a, ob, b, KIND, OP, ACC),
                              (0, 0), keepdims=True)
         return o, ct.zeros((1,), ct.int32), value
-
-
-@ct.function
-def fold_known(u, KIND, ID, ACC):
-    """A well-known operator folded over a tile padded with its identity."""
-    if KIND == "add":
-        r = ct.sum(u, 0, keepdims=True)
-    elif KIND == "min" and not ACC.is_float:
-        r = ct.min(u, 0, keepdims=True)
-    elif KIND == "max" and not ACC.is_float:
-        r = ct.max(u, 0, keepdims=True)
-    else:
-        r = ct.reduce(u, 0, lambda p, q: combine_known(p, q, KIND), ID, keepdims=True)
-    return ct.astype(r, ACC)
 
 
 @ct.function
@@ -158,7 +144,7 @@ def tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ, HAS_EQ, EXCL, BY_K
         h = ct.zeros((TILE,), ct.int32)
         hu = h
     if KIND != "user" and not BY_KEY:
-        agg = fold_known(u, KIND, ID, ACC)
+        agg = fold_known(u, 0, KIND, ID, True)
         ok = ct.full((1,), 1, ct.int32)
         head = ct.zeros((1,), ct.int32)
         if EXCL:

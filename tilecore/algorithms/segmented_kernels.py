@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import tilecore as ct
 
-from .reduce_kernels import before, combine_known
+from .reduce_kernels import before, combine_known, fold_known
 
 __all__ = ["rows_known", "rows_user", "rows_arg", "long_known", "split_final", "clamp_offsets"]
 
@@ -124,19 +124,6 @@ def first_row(b, ROWS, NARROW):
 
 
 @ct.function
-def fold_rows(acc, KIND, ID):
-    """Each row of acc reduced in lane order (shape (SEGS,))."""
-    if KIND == "add":
-        return ct.sum(acc, 1)
-    elif KIND == "min" and not acc.dtype.is_float:
-        return ct.min(acc, 1)
-    elif KIND == "max" and not acc.dtype.is_float:
-        return ct.max(acc, 1)
-    else:
-        return ct.reduce(acc, 1, lambda p, q: combine_known(p, q, KIND), ID)
-
-
-@ct.function
 def fold_segments(x, beg, n, col, SEGS, ITEMS, ACC, KIND, ID):
     """Each row's segment folded (shape (SEGS,), without init): lane c folds
     items c, c+ITEMS, ... The first step does not wait for the block's longest
@@ -150,7 +137,7 @@ def fold_segments(x, beg, n, col, SEGS, ITEMS, ACC, KIND, ID):
         mk = p < n
         v = ct.astype(ct.gather(x, beg + p, mask=mk, check_bounds=False), ACC)
         acc = ct.where(mk, combine_known(acc, v, KIND), acc)
-    return fold_rows(acc, KIND, ID)
+    return fold_known(acc, 1, KIND, ID, False)
 
 
 @ct.kernel
@@ -261,18 +248,6 @@ def masked_tile(x, t, beg, end, acc, TILE, ACC, KIND):
     return ct.where((p >= beg) & (p < end), combine_known(acc, v, KIND), acc)
 
 
-@ct.function
-def fold_all(acc, KIND, ID):
-    if KIND == "add":
-        return ct.sum(acc, 0, keepdims=True)
-    elif KIND == "min" and not acc.dtype.is_float:
-        return ct.min(acc, 0, keepdims=True)
-    elif KIND == "max" and not acc.dtype.is_float:
-        return ct.max(acc, 0, keepdims=True)
-    else:
-        return ct.reduce(acc, 0, lambda p, q: combine_known(p, q, KIND), ID, keepdims=True)
-
-
 @ct.kernel
 def long_known(x, begins, ends, out, init, TILE: ct.Constant[int], ACC: ct.Constant,
                KIND: ct.Constant[str], ID: ct.Constant, SPLIT: ct.Constant[int],
@@ -301,7 +276,7 @@ def long_known(x, begins, ends, out, init, TILE: ct.Constant[int], ACC: ct.Const
         if hi >= lo:
             if hi * TILE < end:
                 acc = masked_tile(x, hi, beg, end, acc, TILE, ACC, KIND)
-        r = combine_known(ct.full((1,), init, ACC), fold_all(acc, KIND, ID), KIND)
+        r = combine_known(ct.full((1,), init, ACC), fold_known(acc, 0, KIND, ID, True), KIND)
         ct.store(out, index=(s,), tile=ct.astype(r, out.dtype))
     else:
         j = b - s * SPLIT
@@ -310,7 +285,7 @@ def long_known(x, begins, ends, out, init, TILE: ct.Constant[int], ACC: ct.Const
         if end > beg:
             for t in range(first, last, SPLIT):
                 acc = masked_tile(x, t, beg, end, acc, TILE, ACC, KIND)
-        ct.store(out, index=(b,), tile=fold_all(acc, KIND, ID))
+        ct.store(out, index=(b,), tile=fold_known(acc, 0, KIND, ID, True))
 
 
 @ct.kernel
@@ -322,6 +297,6 @@ def split_final(partials, out, num_segments, init, SEGS: ct.Constant[int],
     b = ct.bid(0)
     s = b * SEGS + ct.arange(SEGS)
     p = ct.load(partials, index=(b,), shape=(SEGS * SPLIT,), padding_mode=ZERO)
-    r = fold_rows(ct.reshape(p, (SEGS, SPLIT)), KIND, ID)
+    r = fold_known(ct.reshape(p, (SEGS, SPLIT)), 1, KIND, ID, False)
     r = combine_known(ct.full((SEGS,), init, ACC), r, KIND)
     ct.scatter(out, s, ct.astype(r, out.dtype), mask=s < num_segments)
