@@ -379,7 +379,14 @@ def test_policy_tables_and_overrides():
     assert (f90.load_ahead, f90.blocks_per_sm, f90.lookback_window) == (1, 2, 16)
     assert f90.threads_for(1 << 24) == 128 and f90.threads_for(1 << 28) == 128
     half = select_scan_policy(90, {**key, "value_size": 2})     # float16 in, float32 sums
-    assert (half.block_threads, half.items_per_thread, half.load_ahead) == (512, 64, 0)
+    assert (half.block_threads, half.items_per_thread, half.load_ahead, half.group_tiles) == \
+        (256, 32, 1, 256)
+    f64 = select_scan_policy(90, {**key, "value_size": 8, "accum": "float64"})
+    assert (f64.block_threads, f64.items_per_thread, f64.load_ahead, f64.group_tiles) == \
+        (128, 32, 1, 256)
+    assert f64.one_launch_items_per_thread == 8                 # as every 8-byte value's
+    i64 = select_scan_policy(90, {**key, "value_size": 8, "accum": "int64"})   # not loading ahead
+    assert (i64.block_threads, i64.items_per_thread, i64.load_ahead) == (512, 16, 0)
     assert "sm_80.yaml" in select_scan_policy(86, key).source
     assert select_scan_policy(70, key).source == "built-in"
     user = select_scan_policy(120, {**key, "op": "user"})        # sm_90's float32 user row
