@@ -57,16 +57,18 @@ def test_an_unused_result_is_a_reduction():
     assert "tc::atom_add_u32<1>(" in used and "red_" not in _body(used)
 
 
-@pytest.mark.parametrize("order,before,after", [
-    (MO.RELAXED, [], []),
-    (MO.RELEASE, ["__syncthreads();", "tc::fence_acq_rel<1>();"], []),
-    (MO.ACQUIRE, [], ["tc::fence_acq_rel<1>();", "__syncthreads();"]),
-    (MO.ACQ_REL, ["__syncthreads();", "tc::fence_acq_rel<1>();"],
-     ["tc::fence_acq_rel<1>();", "__syncthreads();"]),
+@pytest.mark.parametrize("order,call,before,after", [
+    (MO.RELAXED, "tc::red_add_u32<1>(", [], []),
+    (MO.RELEASE, "tc::red_add_u32<1>(", ["__syncthreads();", "tc::fence_acq_rel<1>();"], []),
+    (MO.ACQUIRE, "tc::atom_add_u32<1, true>(", [], ["__syncthreads();"]),
+    (MO.ACQ_REL, "tc::atom_add_u32<1, true>(", ["__syncthreads();", "tc::fence_acq_rel<1>();"],
+     ["__syncthreads();"]),
 ])
-def test_block_wide_order_around_the_element_updates(order, before, after):
+def test_block_wide_order_around_the_element_updates(order, call, before, after):
+    """A thread holding one element: a release is a barrier and a fence before the
+    updates, an acquire each update's own (atom.acquire, so not a `red`) and a barrier."""
     lines = _lines(_add(order, use=False))
-    at = next(i for i, ln in enumerate(lines) if "tc::red_add_u32<1>(" in ln)
+    at = next(i for i, ln in enumerate(lines) if call in ln)
     loop = at - 2  # "#pragma unroll", "for (...) {"
     assert lines[loop - len(before):loop] == before
     assert lines[at + 2:at + 2 + len(after)] == after  # after the loop's "}"
@@ -74,11 +76,31 @@ def test_block_wide_order_around_the_element_updates(order, before, after):
                                                              if "fence" in s])
 
 
+@ct.kernel(num_threads=32)
+def add_many(x, ORDER: ct.Constant):
+    ct.atomic_add(x, ct.arange(1024, dtype=ct.int32) + ct.bid(0) * 1024, 1, memory_order=ORDER)
+
+
+@pytest.mark.parametrize("order,call,after", [
+    (MO.ACQUIRE, "tc::red_add_u32<1>(", ["tc::fence_acq_rel<1>();", "__syncthreads();"]),
+    (MO.ACQ_REL, "tc::red_add_u32<1>(", ["tc::fence_acq_rel<1>();", "__syncthreads();"]),
+    (MO.RELAXED, "tc::red_add_u32<1>(", [])])
+def test_many_elements_a_thread_acquire_by_one_fence(order, call, after):
+    """32 elements a thread: relaxed updates, then one fence (32 acquiring accesses
+    would each wait for their own return)."""
+    lines = _lines(_source(add_many, (np.zeros(1024, np.int32), order)))
+    at = next(i for i, ln in enumerate(lines) if call in ln)
+    assert lines[at + 2:at + 2 + len(after)] == after
+    assert not any("true>(" in ln for ln in lines)
+
+
 @pytest.mark.parametrize("scope,ptx", [(MS.BLOCK, "cta"), (MS.DEVICE, "gpu"), (MS.SYS, "sys")])
 def test_scopes_in_ptx(scope, ptx):
     text = _ptx(_add(MO.ACQ_REL, scope, use=True), "sm_90")
-    assert f"atom.relaxed.{ptx}.global.add.u32" in text
+    assert f"atom.acquire.{ptx}.global.add.u32" in text
     assert f"fence.acq_rel.{ptx}" in text
+    many = _ptx(_source(add_many, (np.zeros(1024, np.int32), MO.ACQUIRE)), "sm_90")
+    assert "red.relaxed.gpu.global.add.u32" in many and "fence.acq_rel.gpu" in many
 
 
 @pytest.mark.parametrize("arch,instr", [("sm_80", "atom.relaxed.gpu.global.cas.b16"),
@@ -130,9 +152,10 @@ def test_ordered_store_and_load():
     between = lines[sync + 1:st]     # thread 0 fences, then stores: nothing else touches memory
     assert between.count("tc::fence_acq_rel<1>();") == 1 and "if (threadIdx.x == 0) {" in between
     assert not any("arg" in ln and "[" in ln for ln in between)
-    ld = next(i for i, ln in enumerate(lines) if "tc::ld_relaxed<1>(" in ln)
-    assert lines[ld + 1] == "tc::fence_acq_rel<1>();"                  # thread 0 reads the flag
-    assert re.fullmatch(r"v\d+\.v\[0\] = tc::broadcast0<int, \d+, false>\(r\);", lines[ld + 3])
+    ld = next(i for i, ln in enumerate(lines) if "tc::ld_acquire<1>(" in ln)   # thread 0 reads
+    assert lines[ld + 1] == "}"                                        # the flag: no fence
+    assert re.fullmatch(r"v\d+\.v\[0\] = tc::broadcast0<int, \d+, false>\(r\);", lines[ld + 2])
+    assert not any("ld_relaxed" in ln for ln in lines)
 
 
 def test_restrict_is_dropped_from_written_arrays_of_ordering_kernels():
@@ -147,8 +170,8 @@ def test_restrict_is_dropped_from_written_arrays_of_ordering_kernels():
 def test_ordered_accesses_in_ptx(arch):
     args = (np.zeros(64, np.float32), np.zeros(2, np.int32), np.zeros(64, np.float32))
     text = _ptx(_source(flag_protocol, args, arch), arch)
-    assert "st.relaxed.gpu.global.b32" in text and "ld.relaxed.gpu.global.b32" in text
-    assert text.count("fence.acq_rel.gpu") >= 2 and "bar.sync" in text
+    assert "st.relaxed.gpu.global.b32" in text and "ld.acquire.gpu.global.b32" in text
+    assert text.count("fence.acq_rel.gpu") >= 1 and "bar.sync" in text
 
 
 def _ir_names(kernel):

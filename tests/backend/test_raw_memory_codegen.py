@@ -103,7 +103,7 @@ def test_masked_atomics_use_the_atomic_helpers():
 def test_order_and_scope_in_ptx(scope, ptx):
     args = (np.zeros(128, np.int32), np.zeros(64, np.int32), MO.ACQ_REL, scope, True)
     text = _ptx(ct.compile(raw_atomics, args, arch="sm_90").source, "sm_90")
-    assert f"atom.relaxed.{ptx}.global.add.u32" in text and f"fence.acq_rel.{ptx}" in text
+    assert f"atom.acquire.{ptx}.global.add.u32" in text and f"fence.acq_rel.{ptx}" in text
 
 
 @ct.kernel
@@ -115,7 +115,7 @@ def raw_cas(x, out):
 
 def test_masked_off_cas_gives_expected():
     src = _body(raw_cas, (np.zeros(32, np.float64), np.zeros(32, np.float64)))
-    assert re.search(r"v\d+\.v\[k\] = \(v\d+\.v\[k\]\) \? tc::atom_cas_b64<1>\(arg0 \+ "
+    assert re.search(r"v\d+\.v\[k\] = \(v\d+\.v\[k\]\) \? tc::atom_cas_b64<1, true>\(arg0 \+ "
                      r"\(\(long long\)v\d+\.v\[k\]\), v\d+\.v\[k\], v\d+\.v\[k\]\) : "
                      r"v\d+\.v\[k\];", src), src
 

@@ -2,13 +2,15 @@
 // libcu++: compile time). Included only by kernels that use atomics or a
 // load/store with a memory_order other than WEAK.
 //
-// Every element access here is relaxed (a strong access at its scope): the
-// tile-level orders are built around them by the generated code, per block:
+// Every element access here is a strong access at its scope, relaxed or acquire:
+// the tile-level orders are built around them by the generated code, per block:
 //   release: __syncthreads(); fence_acq_rel<S>(); relaxed accesses
-//   acquire: relaxed accesses; fence_acq_rel<S>(); __syncthreads()
+//   acquire: acquire accesses; __syncthreads()
 // (a strong write after an acq_rel fence is a release pattern of the PTX memory
-// model, a strong read before one an acquire pattern; the barrier extends the
-// order to the block's other threads, as cooperative groups' grid sync does).
+// model; the barrier extends the order to the block's other threads, as
+// cooperative groups' grid sync does). An acquire is the accesses' own, not a
+// fence after relaxed ones: a fence also waits for the thread's earlier loads
+// still in flight (a tile loaded ahead), an acquire access only for itself.
 // Scope S: 0 = .cta (MemoryScope.BLOCK), 1 = .gpu (DEVICE), 2 = .sys (SYS).
 #pragma once
 
@@ -30,27 +32,34 @@ __device__ __forceinline__ void fence_acq_rel() {
 }
 
 // Strong loads and stores of any 1-, 2-, 4- or 8-byte element (bits moved as is).
-template <int S, class T>
-__device__ __forceinline__ T ld_relaxed(const T* p) {
-  if constexpr (sizeof(T) == 1) {
-    unsigned int r;
-    TC_SCOPED_ASM(S, "ld.relaxed", ".global.u8 %0, [%1];", : "=r"(r) : "l"(p) : "memory")
-    return bitcast<T>((unsigned char)r);
-  } else if constexpr (sizeof(T) == 2) {
-    unsigned short r;
-    TC_SCOPED_ASM(S, "ld.relaxed", ".global.b16 %0, [%1];", : "=h"(r) : "l"(p) : "memory")
-    return bitcast<T>(r);
-  } else if constexpr (sizeof(T) == 4) {
-    unsigned int r;
-    TC_SCOPED_ASM(S, "ld.relaxed", ".global.b32 %0, [%1];", : "=r"(r) : "l"(p) : "memory")
-    return bitcast<T>(r);
-  } else {
-    static_assert(sizeof(T) == 8, "ld_relaxed: 1, 2, 4 or 8 bytes");
-    unsigned long long r;
-    TC_SCOPED_ASM(S, "ld.relaxed", ".global.b64 %0, [%1];", : "=l"(r) : "l"(p) : "memory")
-    return bitcast<T>(r);
+// SEM: the load's PTX semantics, "ld.relaxed" or "ld.acquire" (an acquire orders
+// this thread's later accesses after it without waiting for its earlier ones, as
+// a fence.acq_rel would: a fence also drains the thread's loads still in flight).
+#define TC_LD(NAME, SEM)                                                              \
+  template <int S, class T>                                                           \
+  __device__ __forceinline__ T NAME(const T* p) {                                     \
+    if constexpr (sizeof(T) == 1) {                                                   \
+      unsigned int r;                                                                 \
+      TC_SCOPED_ASM(S, SEM, ".global.u8 %0, [%1];", : "=r"(r) : "l"(p) : "memory")    \
+      return bitcast<T>((unsigned char)r);                                            \
+    } else if constexpr (sizeof(T) == 2) {                                            \
+      unsigned short r;                                                               \
+      TC_SCOPED_ASM(S, SEM, ".global.b16 %0, [%1];", : "=h"(r) : "l"(p) : "memory")   \
+      return bitcast<T>(r);                                                           \
+    } else if constexpr (sizeof(T) == 4) {                                            \
+      unsigned int r;                                                                 \
+      TC_SCOPED_ASM(S, SEM, ".global.b32 %0, [%1];", : "=r"(r) : "l"(p) : "memory")   \
+      return bitcast<T>(r);                                                           \
+    } else {                                                                          \
+      static_assert(sizeof(T) == 8, #NAME ": 1, 2, 4 or 8 bytes");                    \
+      unsigned long long r;                                                           \
+      TC_SCOPED_ASM(S, SEM, ".global.b64 %0, [%1];", : "=l"(r) : "l"(p) : "memory")   \
+      return bitcast<T>(r);                                                           \
+    }                                                                                 \
   }
-}
+
+TC_LD(ld_relaxed, "ld.relaxed")
+TC_LD(ld_acquire, "ld.acquire")
 
 template <int S, class T>
 __device__ __forceinline__ void st_relaxed(T* p, T v) {
@@ -70,16 +79,22 @@ __device__ __forceinline__ void st_relaxed(T* p, T v) {
   }
 }
 
-// atom_<op>_<type><S>(p, v): one relaxed atomic read-modify-write, returning
-// the old value; red_<op>_<type><S>(p, v): the same without the old value.
-// T is the element type; U the PTX operand type of constraint C (same size).
+// atom_<op>_<type><S, ACQ>(p, v): one atomic read-modify-write, returning the old
+// value, relaxed or (ACQ) acquire; red_<op>_<type><S>(p, v): a relaxed one without
+// the old value. T is the element type; U the PTX operand type of constraint C (same
+// size).
 #define TC_ATOM(NAME, INSTR, U, C)                                             \
-  template <int S, class T>                                                    \
+  template <int S, bool ACQ = false, class T>                                  \
   __device__ __forceinline__ T atom_##NAME(T* p, T v) {                        \
     U r;                                                                       \
     const U b = bitcast<U>(v);                                                 \
-    TC_SCOPED_ASM(S, "atom.relaxed", ".global." INSTR " %0, [%1], %2;",        \
-                  : "=" C(r) : "l"(p), C(b) : "memory")                        \
+    if constexpr (ACQ) {                                                       \
+      TC_SCOPED_ASM(S, "atom.acquire", ".global." INSTR " %0, [%1], %2;",      \
+                    : "=" C(r) : "l"(p), C(b) : "memory")                      \
+    } else {                                                                   \
+      TC_SCOPED_ASM(S, "atom.relaxed", ".global." INSTR " %0, [%1], %2;",      \
+                    : "=" C(r) : "l"(p), C(b) : "memory")                      \
+    }                                                                          \
     return bitcast<T>(r);                                                      \
   }
 
@@ -118,12 +133,17 @@ TC_ATOM(exch_b64, "exch.b64", unsigned long long, "l")
 // atom_cas_<bits><S>(p, expected, desired): the old value; desired is written
 // where it equalled expected, bit for bit.
 #define TC_CAS(NAME, INSTR, U, C)                                              \
-  template <int S, class T>                                                    \
+  template <int S, bool ACQ = false, class T>                                  \
   __device__ __forceinline__ T atom_##NAME(T* p, T expected, T desired) {      \
     U r;                                                                       \
     const U e = bitcast<U>(expected), d = bitcast<U>(desired);                 \
-    TC_SCOPED_ASM(S, "atom.relaxed", ".global." INSTR " %0, [%1], %2, %3;",    \
-                  : "=" C(r) : "l"(p), C(e), C(d) : "memory")                  \
+    if constexpr (ACQ) {                                                       \
+      TC_SCOPED_ASM(S, "atom.acquire", ".global." INSTR " %0, [%1], %2, %3;",  \
+                    : "=" C(r) : "l"(p), C(e), C(d) : "memory")                \
+    } else {                                                                   \
+      TC_SCOPED_ASM(S, "atom.relaxed", ".global." INSTR " %0, [%1], %2, %3;",  \
+                    : "=" C(r) : "l"(p), C(e), C(d) : "memory")                \
+    }                                                                          \
     return bitcast<T>(r);                                                      \
   }
 
@@ -138,14 +158,14 @@ TC_CAS(cas_b64, "cas.b64", unsigned long long, "l")
 #if __CUDA_ARCH__ >= 900
 TC_ATOM_RED(add_bf16, "add.noftz.bf16", unsigned short, "h")
 #else
-template <int S, class T>
+template <int S, bool ACQ = false, class T>
 __device__ __forceinline__ T atom_add_bf16(T* p, T v) {
   T old = ld_relaxed<S>(p);
   unsigned short seen;
   do {
     seen = bitcast<unsigned short>(old);
     const T sum = Num<T>::from_float(Num<T>::to_f(old) + Num<T>::to_f(v));
-    old = atom_cas_b16<S>(p, old, sum);
+    old = atom_cas_b16<S, ACQ>(p, old, sum);   // the one that succeeds acquires
   } while (bitcast<unsigned short>(old) != seen);
   return old;
 }
@@ -156,6 +176,7 @@ __device__ __forceinline__ void red_add_bf16(T* p, T v) {
 }
 #endif
 
+#undef TC_LD
 #undef TC_ATOM_RED
 #undef TC_RED
 #undef TC_ATOM
