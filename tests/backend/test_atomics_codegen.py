@@ -81,6 +81,18 @@ def add_many(x, ORDER: ct.Constant):
     ct.atomic_add(x, ct.arange(1024, dtype=ct.int32) + ct.bid(0) * 1024, 1, memory_order=ORDER)
 
 
+@ct.kernel(num_threads=128)
+def add_eight(x, ORDER: ct.Constant):
+    ct.atomic_add(x, ct.arange(1024, dtype=ct.int32) + ct.bid(0) * 1024, 1, memory_order=ORDER)
+
+
+def test_up_to_eight_elements_a_thread_acquire_each():
+    """8 elements a thread (OWN_ACQUIRE_ELEMENTS): each update acquires, no fence after."""
+    lines = _lines(_source(add_eight, (np.zeros(1024, np.int32), MO.ACQUIRE)))
+    assert any("tc::atom_add_u32<1, true>(" in ln for ln in lines)
+    assert not any("fence_acq_rel" in ln for ln in lines)
+
+
 @pytest.mark.parametrize("order,call,after", [
     (MO.ACQUIRE, "tc::red_add_u32<1>(", ["tc::fence_acq_rel<1>();", "__syncthreads();"]),
     (MO.ACQ_REL, "tc::red_add_u32<1>(", ["tc::fence_acq_rel<1>();", "__syncthreads();"]),
