@@ -10,6 +10,7 @@ there with its outputs compared bit for bit for integers (the suite's
 conftest). Float data are small integers, so every float sum is exact in any
 order and the replay's comparison of status words is exact too."""
 import operator
+import re
 
 import ml_dtypes
 import numpy as np
@@ -17,6 +18,7 @@ import pytest
 
 import tilecore as ct
 from tilecore.algorithms import DeviceScan as S, cumsum, scan_kernels as K
+from tilecore.algorithms.scan_status import PREFIX, READY, join_split, split_waits
 from tilecore.dispatch import override_policy
 from algo_helpers import run_keys
 
@@ -947,3 +949,134 @@ def test_groups_of_every_group_word():
         y = np.zeros(n, np.float32)
         run(S.exclusive_scan, x, y, user_add, np.float32(0), n, mode=mode)
         np.testing.assert_array_equal(y, exclusive_cumsum(x))
+
+
+# --- 8-byte values split over two status words (split_status) --------------------------------
+SPLIT = [dict(LOOKBACK, split_status=1), dict(GROUPS, split_status=1),
+         dict(ORDERED, split_status=1), dict(AHEAD, split_status=1),
+         dict(GROUPS_AHEAD, split_status=1)]
+SPLIT_IDS = ["lookback", "groups", "ordered", "ahead", "groups-ahead"]
+M32 = 0xFFFFFFFF
+
+
+def affine64(p, q):
+    """x -> a*x + b maps, (a, b) packed as the 32-bit halves of a uint64, composed
+    p then q (mod 2**32): associative, not commutative, every bit of the value used."""
+    return ((((p >> 32) * (q >> 32)) & M32) << 32) | (((q >> 32) * (p & M32) + (q & M32)) & M32)
+
+
+def affine64_ref(p, q):
+    return ((((p >> 32) * (q >> 32)) & M32) << 32) | (((q >> 32) * (p & M32) + (q & M32)) & M32)
+
+
+@pytest.mark.parametrize("mode", SPLIT, ids=SPLIT_IDS)
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64, np.float64])
+def test_split_status_words(dtype, mode):
+    """split_status=1: int64 / uint64 sums over their whole range (both halves of every
+    value, wrapping as NumPy), float64 sums, in place, exclusive, by key, and a
+    non-commutative 64-bit user operator with init, over many tiles and windows/groups:
+    the same results as NumPy in every mode it applies to."""
+    n = 23 * TILE + 9
+    if dtype == np.float64:
+        x = small_ints(dtype, n)
+    else:
+        info = np.iinfo(dtype)
+        x = RNG.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+    with np.errstate(over="ignore"):
+        incl = np.cumsum(x, dtype=dtype)
+    excl = np.concatenate([np.zeros(1, dtype), incl[:-1]])
+    for method, want in ((S.inclusive_sum, incl), (S.exclusive_sum, excl)):
+        y = np.zeros_like(x)
+        run(method, x, y, n, mode=mode)
+        np.testing.assert_array_equal(y, want)
+        z = x.copy()
+        run(method, z, z, n, mode=mode)                                   # in place
+        np.testing.assert_array_equal(z, want)
+    keys = runs_of(n, 150)
+    y = np.zeros_like(x)
+    run(S.inclusive_sum_by_key, keys, x, y, n, mode=mode)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(y, by_key_ref(keys, x, lambda a, b: dtype(a + b)))
+    if dtype == np.uint64:
+        init = np.uint64((3 << 32) | 5)
+        y = np.zeros_like(x)
+        run(S.exclusive_scan, x, y, affine64, init, n, mode=mode)
+        want = seq_scan([int(v) for v in x], affine64_ref, int(init), exclusive=True)
+        np.testing.assert_array_equal(y, np.array(want, dtype=np.uint64))
+
+
+def _single_pass_source(monkeypatch, mode, dtype=np.float64):
+    """The generated CUDA C++ (sm_90) of the scan_init kernel and the single-pass
+    kernel of an inclusive sum under `mode`."""
+    seen = []
+    real = ct.launch
+
+    def spy(stream, grid, kernel, args):
+        real(stream, grid, kernel, args)
+        seen.append((kernel, args))
+    monkeypatch.setattr(ct, "launch", spy)
+    n = 9 * TILE
+    x = small_ints(dtype, n)
+    run(S.inclusive_sum, x, np.zeros_like(x), n, mode=mode)
+    (init, init_args), (single, args) = seen
+    return (init.pyfunc.__name__, ct.compile(single, args, arch="sm_90").source)
+
+
+@pytest.mark.parametrize("mode", [LOOKBACK, GROUPS, ORDERED], ids=["lookback", "groups", "ordered"])
+def test_split_status_words_need_no_fence(monkeypatch, mode):
+    """Split, an 8-byte value's words are published and read relaxed: no fence and no
+    acquiring access in the kernel (the second words are cleared with the status
+    words by scan_init_split); in vals (split_status=0) the release and the acquire
+    are there."""
+    for dtype in (np.float64, np.int64):
+        init, src = _single_pass_source(monkeypatch, dict(mode, split_status=1), dtype)
+        assert init == "scan_init_split"
+        assert "fence_acq_rel" not in src and "ld_acquire" not in src
+        assert not re.search(r"atom_\w+<1, true>", src)
+        init, src = _single_pass_source(monkeypatch, dict(mode, split_status=0), dtype)
+        assert init == "scan_init" and "fence_acq_rel" in src
+
+
+@ct.kernel
+def split_words(values, flags, hi, joined, waits):
+    """publish_at's split halves of `values` (with `flags`), their join back, and
+    split_waits over those words against `hi` (a second word per lane)."""
+    v = ct.load(values, (0,), (8,))
+    bits = ct.bitcast(v, ct.int64)
+    f = ct.load(flags, (0,), (8,))
+    lo = (f << 32) | (bits & 0xFFFFFFFF)
+    high = (f << 32) | ((bits >> 32) & 0xFFFFFFFF)
+    ct.store(joined, (0,), join_split(lo, high, values.dtype))
+    ct.store(waits, (0,), ct.full((1,), 1, ct.int32) if split_waits(lo, ct.load(hi, (0,), (8,)))
+             else ct.zeros((1,), ct.int32))
+
+
+def test_split_words_round_trip_every_bit():
+    """An 8-byte value split into two words and joined again is the same bits (int64 and
+    uint64 extremes, float64 -0.0, infinities, a NaN with a payload, the smallest
+    denormal); a reader waits while some ready word's second word carries other flags
+    (stale: 0, or another state's), and not for a word that is not ready."""
+    ints = np.array([0, -1, 1, np.iinfo(np.int64).min, np.iinfo(np.int64).max, 1 << 32,
+                     -(1 << 32), 0x7FFFFFFF80000000], np.int64)
+    floats = np.array([-0.0, np.inf, -np.inf, 5e-324, -2.5, 1e308, 0.0, 0.0], np.float64)
+    floats[7] = np.frombuffer(np.uint64(0x7FF8000000000ABC).tobytes(), np.float64)[0]
+    ready = np.full(8, READY, np.int64)
+    for values in (ints, ints.view(np.uint64), floats):
+        joined = np.zeros_like(values)
+        waits = np.zeros(1, np.int32)
+        hi = (ready << 32) | ((values.view(np.int64) >> 32) & 0xFFFFFFFF)
+        ct.launch(None, (1,), split_words, (values, ready, hi, joined, waits))
+        np.testing.assert_array_equal(joined.view(np.int64), values.view(np.int64))
+        assert waits[0] == 0
+        stale = hi.copy()
+        stale[3] = 0                                      # not yet visible (cleared)
+        ct.launch(None, (1,), split_words, (values, ready, stale, joined, waits))
+        assert waits[0] == 1
+        unready = ready.copy()
+        unready[3] = 0                                    # lane 3 not published: no wait
+        ct.launch(None, (1,), split_words, (values, unready, stale, joined, waits))
+        assert waits[0] == 0
+        other = hi.copy()
+        other[5] |= np.int64(PREFIX) << 32                # another state's flags
+        ct.launch(None, (1,), split_words, (values, ready, other, joined, waits))
+        assert waits[0] == 1

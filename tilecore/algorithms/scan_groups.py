@@ -8,7 +8,7 @@ from __future__ import annotations
 import tilecore as ct
 
 from .reduce_kernels import combine_known, fold_known
-from .scan_status import HEAD, READY, flags_of, from_bits, load_words, publish_aggregate, publish_at
+from .scan_status import HEAD, READY, flags_of, load_words, publish_aggregate, publish_at, word_values
 from .scan_tiles import fold_parts, join, join_ok, local_scan, store_tile
 
 __all__ = ["GROUPS", "group_values", "publish_group", "groups_prefix_fused", "groups_rest",
@@ -23,11 +23,7 @@ def group_values(status, vals, k, words, need, GROUP, ACC, PACKED):
     and their values."""
     while ct.min(ct.where(need, (words >> 32) & READY, 1), 0, keepdims=True).item() != 1:
         words = load_words(status, k, GROUP, PACKED)
-    if PACKED:
-        v = from_bits(words, ACC)
-    else:
-        v = ct.load(vals, (k,), (GROUP,))
-    return words, v
+    return words, word_values(words, vals, k, GROUP, ACC, PACKED)
 
 
 @ct.function
@@ -70,12 +66,8 @@ def groups_prefix_fused(status, vals, P, t, k, j, words, gwords, a_head, agg, GR
                  & ct.where(gneed, (gwords >> 32) & READY, 1), 0, keepdims=True).item() != 1:
         words = load_words(status, k, GROUP, PACKED)
         gwords = load_words(status, P // GROUPS, GROUPS, PACKED)
-    if PACKED:
-        v = from_bits(words, ACC)
-        gv = from_bits(gwords, ACC)
-    else:
-        v = ct.load(vals, (k,), (GROUP,))
-        gv = ct.load(vals, (P // GROUPS,), (GROUPS,))
+    v = word_values(words, vals, k, GROUP, ACC, PACKED)
+    gv = word_values(gwords, vals, P // GROUPS, GROUPS, ACC, PACKED)
     if KIND == "user":
         zero = ct.zeros((GROUPS,), ct.int32)
         g_ok, _, g_val = fold_parts(ct.where(gneed, 1, 0), zero, gv, KIND, OP, ACC, False)
@@ -141,10 +133,7 @@ def groups_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, GRO
             while ct.min(ct.where(gneed, (gwords >> 32) & READY, 1), 0,
                          keepdims=True).item() != 1:
                 gwords = load_words(status, P // GROUPS, GROUPS, PACKED)
-            if PACKED:
-                gv = from_bits(gwords, ACC)
-            else:
-                gv = ct.load(vals, (P // GROUPS,), (GROUPS,))
+            gv = word_values(gwords, vals, P // GROUPS, GROUPS, ACC, PACKED)
             if known:
                 g_ok = ct.where(k > 0, ct.full((1,), 1, ct.int32), 0)
                 g_head = ct.zeros((1,), ct.int32)

@@ -81,8 +81,9 @@ run to run whatever the timing. Mode 2's folds depend on timing, which an exact
 operator cannot see.
 
 Tiles publish through status words (flags and a value of up to 32 bits in one
-64-bit word, or the value in `vals`: scan_status), which `scan_init` clears,
-with the ticket counter, before a single-pass scan.
+64-bit word, an 8-byte value split over it and a second word, or the value in
+`vals`: scan_status), which `scan_init` clears (`scan_init_split` with the
+second words), with the ticket counter, before a single-pass scan.
 """
 from __future__ import annotations
 
@@ -93,12 +94,13 @@ from .scan_lookback import (from_newest_prefix, lookback_rest, lookback_start, p
                             window_masks, window_values, window_waits)
 from .scan_recompute import scan_recompute
 from .scan_status import (HEAD, MO, PREFIX, READY, flags_of, from_bits, load_words, publish,
-                          publish_at, publish_prefix, read_words, scan_init, ticket)
+                          publish_at, publish_prefix, read_words, scan_init, scan_init_split,
+                          ticket)
 from .scan_tiles import fold_parts, join, join2, join_ok, op2, store_tile, tile_finish, tile_parts
 from .scan_twopass import scan_downsweep, scan_partials
 
-__all__ = ["scan_init", "scan_fenwick", "scan_lookback", "scan_ordered", "scan_groups",
-           "scan_recompute", "window_masks", "window_waits", "from_newest_prefix",
+__all__ = ["scan_init", "scan_init_split", "scan_fenwick", "scan_lookback", "scan_ordered",
+           "scan_groups", "scan_recompute", "window_masks", "window_waits", "from_newest_prefix",
            "scan_partials", "scan_downsweep", "READY", "HEAD", "PREFIX", "GROUPS"]
 
 
@@ -107,7 +109,7 @@ def scan_fenwick(x, keys, y, n, init, counter, status, vals, TILE: ct.Constant[i
                  ACC: ct.Constant, KIND: ct.Constant[str], OP: ct.Constant, ID: ct.Constant,
                  EQ: ct.Constant, HAS_EQ: ct.Constant[bool], EXCL: ct.Constant[bool],
                  HAS_INIT: ct.Constant[bool], BY_KEY: ct.Constant[bool],
-                 IN_PLACE: ct.Constant[bool], PACKED: ct.Constant[bool],
+                 IN_PLACE: ct.Constant[bool], PACKED: ct.Constant[int],
                  BITS: ct.Constant[int], WIDE: ct.Constant[bool], SINGLE: ct.Constant[bool]):
     """The single-pass scan (module docstring). SINGLE: one tile, one block, no
     ticket and no status words."""
@@ -185,7 +187,7 @@ def scan_lookback(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Consta
                   OP: ct.Constant, ID: ct.Constant, EQ: ct.Constant, HAS_EQ: ct.Constant[bool],
                   SHIFT: ct.Constant[bool], EXCL: ct.Constant[bool], INV: ct.Constant[bool],
                   HAS_INIT: ct.Constant[bool], BY_KEY: ct.Constant[bool],
-                  IN_PLACE: ct.Constant[bool], PACKED: ct.Constant[bool],
+                  IN_PLACE: ct.Constant[bool], PACKED: ct.Constant[int],
                   WIDE: ct.Constant[bool], SINGLE: ct.Constant[bool], PIPE: ct.Constant[bool]):
     """Mode 2: the single-pass scan with a decoupled look-back (Merrill and
     Garland; examples/lookback_scan.py), for exact operators only (module
@@ -220,7 +222,7 @@ def scan_ordered(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constan
                  OP: ct.Constant, ID: ct.Constant, EQ: ct.Constant, HAS_EQ: ct.Constant[bool],
                  SHIFT: ct.Constant[bool], EXCL: ct.Constant[bool], INV: ct.Constant[bool],
                  HAS_INIT: ct.Constant[bool], BY_KEY: ct.Constant[bool],
-                 IN_PLACE: ct.Constant[bool], PACKED: ct.Constant[bool],
+                 IN_PLACE: ct.Constant[bool], PACKED: ct.Constant[int],
                  WIDE: ct.Constant[bool], SINGLE: ct.Constant[bool]):
     """Mode 4: the decoupled look-back, deterministic for every operator. Tile
     t's exclusive prefix is the left fold (((A[0] (+) A[1]) (+) A[2]) ...) (+)
@@ -367,7 +369,7 @@ def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant
                 OP: ct.Constant, ID: ct.Constant, EQ: ct.Constant, HAS_EQ: ct.Constant[bool],
                 SHIFT: ct.Constant[bool], EXCL: ct.Constant[bool], INV: ct.Constant[bool],
                 HAS_INIT: ct.Constant[bool], BY_KEY: ct.Constant[bool],
-                IN_PLACE: ct.Constant[bool], PACKED: ct.Constant[bool],
+                IN_PLACE: ct.Constant[bool], PACKED: ct.Constant[int],
                 WIDE: ct.Constant[bool], SINGLE: ct.Constant[bool], PIPE: ct.Constant[bool]):
     """Mode 3: the single-pass scan with a two-level look-back (module
     docstring). Tile t = k*GROUP + j publishes its aggregate A[t] in status[t]

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import tilecore as ct
 
-from .scan_status import (HEAD, PREFIX, READY, from_bits, load_words, publish_aggregate,
-                          publish_prefix, ticket)
+from .scan_status import (HEAD, PREFIX, READY, from_bits, join_split, load_words,
+                          publish_aggregate, publish_prefix, split_waits, ticket)
 from .scan_tiles import local_scan, op2, store_tile, tile_parts
 
 __all__ = ["LB_NOT_READY", "LB_FOUND", "LB_LIVE", "lookback_start", "first_window",
@@ -54,12 +54,22 @@ def first_window(status, t, u, TILE, WINDOW, ACC, KIND, OP, ID, SHIFT, EXCL, INV
 @ct.function
 def window_values(words, vals, P, w, WINDOW, ACC, PACKED):
     """The values of window w's status words (modes 2 and 4): beside the flags
-    (PACKED), else in vals: prefixes in its second half, aggregates in its first."""
-    if PACKED:
+    (PACKED 1), else in vals, prefixes in its second half, aggregates in its first:
+    whole (PACKED 0), or their high halves (PACKED 2: waits for the ready lanes'
+    second words, of the state each word shows)."""
+    if PACKED == 1:
         return from_bits(words, ACC)
+    prefix = ((words >> 32) & PREFIX) != 0
+    if PACKED == 2:
+        hi = ct.where(prefix, load_words(vals, P // WINDOW + w, WINDOW, PACKED),
+                      load_words(vals, w, WINDOW, PACKED))
+        while split_waits(words, hi):
+            hi = ct.where(prefix, load_words(vals, P // WINDOW + w, WINDOW, PACKED),
+                          load_words(vals, w, WINDOW, PACKED))
+        return join_split(words, hi, ACC)
     else:
         prefixes = ct.load(vals, (P // WINDOW + w,), (WINDOW,))
-        return ct.where(((words >> 32) & PREFIX) != 0, prefixes, ct.load(vals, (w,), (WINDOW,)))
+        return ct.where(prefix, prefixes, ct.load(vals, (w,), (WINDOW,)))
 
 
 @ct.function

@@ -61,13 +61,15 @@ class _Plan:
     by_key: bool
     policy: ScanPolicy
     target: Target
-    packed: bool            # values fit beside the flags in one status word
+    packed: int             # 1: values fit beside the flags in one status word; 2: 8-byte
+                            # values split over two (split_status); 0: in vals (see
+                            # scan_status)
     mode: int               # the policy's mode for this operator (exact_mode for exact ones)
     inv: bool               # exclusive as inclusive minus the item (integer add/xor)
     pairs: bool             # exclusive from unshifted tiles by an exclusive tile scan
                             # (see pairs_for)
     items: int              # items per thread (the policy's, capped: see _plan)
-    init_k: Any
+    init_k: Any             # scan_init (scan_init_split where packed == 2)
     single: dict            # threads -> the single-pass kernel of `mode`
     fitted: dict            # user operators on a GPU: (threads, ...) -> items that do not spill
     layouts: dict           # (n, items) -> (layout, facts): see layout()
@@ -143,7 +145,10 @@ class _Plan:
                 facts["group"] = group
                 words = values = padded + INIT_TILE
             layout.slot(0).alias(D.int64, words)
-            layout.slot(1).alias(self.acc, 1 if self.packed else values)
+            if self.packed == 1:
+                layout.slot(1).alias(self.acc, 1)
+            else:           # split: the second words (int64); else the values themselves
+                layout.slot(1).alias(D.int64 if self.packed == 2 else self.acc, values)
             # load_ahead (modes 2 and 3, several tiles): about the resident blocks, each taking
             # tiles until its ticket runs past them (one ticket past them a block, so
             # the counter ends at tiles + grid)
@@ -191,6 +196,7 @@ _plans: dict[tuple, _Plan] = {}
 # the look-backs that keep aggregates and inclusive prefixes (status words per tile)
 _LOOKBACKS = (MODE_LOOKBACK, MODE_ORDERED)
 _AHEAD_MODES = (MODE_LOOKBACK, MODE_GROUPS)     # the kernels with a PIPE (load_ahead)
+_SPLIT_MODES = (MODE_LOOKBACK, MODE_GROUPS, MODE_ORDERED)   # split_status 1 applies
 # the single-pass modes whose tiles finish through local_scan/finish_known (the
 # exclusive_inverse and exclusive_pairs loads apply)
 _SINGLE_PASS_FINISHED = (MODE_LOOKBACK, MODE_ORDERED, MODE_GROUPS)
@@ -237,9 +243,12 @@ def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool
         threads = policy.block_threads
         items = policy.items_per_thread
         ident = identity(kind, acc) if kind != "user" else 0
+        packed = 1 if acc.itemsize <= 4 else (
+            2 if policy.split_status == 1 and mode in _SPLIT_MODES else 0)
+        init_k = kernel_for(K.scan_init_split if packed == 2 else K.scan_init, INIT_THREADS)
         plan = _plans[cache_key] = _Plan(
             in_dtype, acc, kind, op, ident, eq, exclusive, by_key, policy, target,
-            acc.itemsize <= 4, mode, inv, pairs, items, kernel_for(K.scan_init, INIT_THREADS), {},
+            packed, mode, inv, pairs, items, init_k, {},
             {}, {}, {}, kernel_for(K.scan_partials, threads), kernel_for(K.scan_downsweep, threads),
             kernel_for(K.scan_recompute, policy.one_launch_block_threads))
         if mode != MODE_REDUCE_THEN_SCAN:
@@ -253,6 +262,7 @@ def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool
 _VALUES = 5                                       # every value
 _ALL = (_VALUES, itemgetter(2, 0, 1))             # the single-pass kernels: counter, status, vals
 _STATUS = (0, itemgetter(2, 0))                   # scan_init: counter, status
+_STATUS_SPLIT = (0, itemgetter(2, 0, 1))          # scan_init_split: counter, status, vals
 _PARTIALS = (4, itemgetter(0, 1))                 # scan_partials: no init, no counter
 _DOWNSWEEP = (_VALUES, itemgetter(0, 1))          # scan_downsweep: no counter
 _RECOMPUTE = (_VALUES, lambda views: ())          # scan_recompute: no temporary storage
@@ -373,8 +383,13 @@ def _make_launches(plan: _Plan, n: int, items: int, has_init: bool,
                        (tile, per, gt, *common, exclusive, has_init, by_key, in_place, wide)))
         return _Launches(n, in_place, by_key, aliases, steps)
     single = tiles == 1
-    steps = () if single else (_Step((status.count // INIT_TILE,), plan.init_k, _STATUS,
-                                     (INIT_TILE,)),)
+    if single:
+        steps = ()
+    elif plan.packed == 2:      # both arrays cleared (the grid covers the longer)
+        steps = (_Step((max(status.count, vals.count) // INIT_TILE,), plan.init_k, _STATUS_SPLIT,
+                       (INIT_TILE,)),)
+    else:
+        steps = (_Step((status.count // INIT_TILE,), plan.init_k, _STATUS, (INIT_TILE,)),)
     if mode == MODE_FENWICK:
         bits = 32 if tiles < _WIDE else 64
         tail = (tile, *common, exclusive, has_init, by_key, in_place, plan.packed, bits, wide,

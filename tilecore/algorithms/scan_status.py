@@ -5,10 +5,16 @@ counter, and `scan_init`, which clears both before a single-pass scan.
 Status words pack the flags (READY, HEAD: a key run starts in the range,
 PREFIX: an inclusive prefix) in their high 32 bits and a value of up to 32
 bits in their low bits, published by one relaxed 64-bit store and read by one
-relaxed load or atomic (PACKED); wider values go to `vals` with plain stores,
-published by a release store of the word and read after an acquire (modes 2
-and 4 keep aggregates and prefixes in separate halves of `vals`, since a word
-goes from aggregate to prefix).
+relaxed load or atomic (PACKED 1). Wider values go to `vals` (modes 2 and 4
+keep aggregates and prefixes in separate halves of it, since a word goes from
+aggregate to prefix), either (PACKED 0) with plain stores published by a
+release store of the word and read after an acquire, or (PACKED 2, modes 2-4:
+the policy's split_status) split: the word holds the value's low 32 bits,
+vals (int64, cleared with the words) the same flags beside its high 32 bits,
+both stored relaxed, the second first. A reader that finds a word ready reads
+the second word and waits until it carries the same flags: each word is one
+atomic access and each (state, word) is written once a scan, so equal flags
+mean the same publication. No fence on either side.
 """
 from __future__ import annotations
 
@@ -18,7 +24,8 @@ from .scan_tiles import ZERO, join
 
 __all__ = ["MO", "MS", "READY", "HEAD", "PREFIX", "to_bits", "from_bits", "publish", "read_words",
            "ticket", "publish_at", "load_words", "flags_of", "publish_aggregate",
-           "publish_prefix", "scan_init"]
+           "publish_prefix", "split_waits", "join_split", "word_values", "scan_init",
+           "scan_init_split"]
 
 MO, MS = ct.MemoryOrder, ct.MemoryScope
 READY, HEAD, PREFIX = 1, 2, 4
@@ -77,9 +84,16 @@ def ticket(counter, SINGLE):
 @ct.function
 def publish_at(status, s_idx, vals, v_idx, flags, v, ACC, PACKED):
     """status[s_idx] = flags (a (1,) int64 tile) with value v: packed beside the
-    flags (one relaxed store), or in vals[v_idx] published by a release store."""
-    if PACKED:
+    flags (one relaxed store), split over the word and vals[v_idx] (two relaxed
+    stores, the second word first), or in vals[v_idx] published by a release store."""
+    if PACKED == 1:
         ct.store(status, (s_idx,), (flags << 32) | to_bits(v, ACC), memory_order=MO.RELAXED,
+                 memory_scope=MS.DEVICE)
+    elif PACKED == 2:
+        bits = ct.bitcast(v, ct.int64)
+        ct.store(vals, (v_idx,), (flags << 32) | ((bits >> 32) & 0xFFFFFFFF),
+                 memory_order=MO.RELAXED, memory_scope=MS.DEVICE)
+        ct.store(status, (s_idx,), (flags << 32) | (bits & 0xFFFFFFFF), memory_order=MO.RELAXED,
                  memory_scope=MS.DEVICE)
     else:
         ct.store(vals, (v_idx,), v)
@@ -88,13 +102,44 @@ def publish_at(status, s_idx, vals, v_idx, flags, v, ACC, PACKED):
 
 @ct.function
 def load_words(status, idx, size, PACKED):
-    """status words [idx*size, (idx+1)*size): relaxed (packed) or acquire loads."""
+    """status words [idx*size, (idx+1)*size): relaxed (packed or split) or acquire loads."""
     if PACKED:
         return ct.load(status, (idx,), (size,), padding_mode=ZERO, memory_order=MO.RELAXED,
                        memory_scope=MS.DEVICE)
     else:
         return ct.load(status, (idx,), (size,), padding_mode=ZERO, memory_order=MO.ACQUIRE,
                        memory_scope=MS.DEVICE)
+
+
+@ct.function
+def split_waits(words, hi):
+    """Whether some ready status word's second word (PACKED 2) does not yet carry
+    its flags: stored relaxed, it may show after the word."""
+    ready = ((words >> 32) & READY) != 0
+    late = ct.where(ready & ((hi >> 32) != (words >> 32)), 1, 0)
+    return ct.max(late, 0, keepdims=True).item() == 1
+
+
+@ct.function
+def join_split(words, hi, ACC):
+    """The 8-byte values of split status words: high bits from the second words."""
+    return ct.bitcast(((hi & 0xFFFFFFFF) << 32) | (words & 0xFFFFFFFF), ACC)
+
+
+@ct.function
+def word_values(words, vals, idx, size, ACC, PACKED):
+    """The values of status words [idx*size, (idx+1)*size) (words: as loaded,
+    their ready lanes' values are wanted): beside the flags (PACKED 1), split
+    with vals (PACKED 2: waits for the ready lanes' second words), or in vals."""
+    if PACKED == 1:
+        return from_bits(words, ACC)
+    elif PACKED == 2:
+        hi = load_words(vals, idx, size, PACKED)
+        while split_waits(words, hi):
+            hi = load_words(vals, idx, size, PACKED)
+        return join_split(words, hi, ACC)
+    else:
+        return ct.load(vals, (idx,), (size,))
 
 
 @ct.function
@@ -129,5 +174,16 @@ def publish_prefix(status, vals, P, t, excl, a_head, agg, KIND, OP, ACC, BY_KEY,
 def scan_init(counter, status, TILE: ct.Constant[int]):
     """Clear the ticket counter and every tile's status word before a scan."""
     ct.store(status, (ct.bid(0),), ct.zeros((TILE,), ct.int64))
+    if ct.bid(0) == 0:
+        ct.store(counter, (0,), ct.zeros((1,), counter.dtype))
+
+
+@ct.kernel
+def scan_init_split(counter, status, vals, TILE: ct.Constant[int]):
+    """scan_init, and the second words of split 8-byte values (PACKED 2) too: a
+    stale second word must not carry the flags its word will get (the grid
+    covers the longer array; the other's tiles past its end store nothing)."""
+    ct.store(status, (ct.bid(0),), ct.zeros((TILE,), ct.int64))
+    ct.store(vals, (ct.bid(0),), ct.zeros((TILE,), ct.int64))
     if ct.bid(0) == 0:
         ct.store(counter, (0,), ct.zeros((1,), counter.dtype))

@@ -55,6 +55,8 @@ class ScanPolicy:
                                         # (1: every size; 2: above small_items only)
     load_ahead: int = 0                 # modes 2, 3: 1: blocks take tiles until the input ends,
                                         # loading the next before looking back
+    split_status: int = 0               # modes 2-4, 8-byte values: 1: split over two status
+                                        # words, relaxed (algorithms/scan_status.py)
     one_launch_max_items: int = 0       # num_items <= this: one launch (see one_launch)
     one_launch_block_threads: int = 512 # its tile: these threads times
     one_launch_items_per_thread: int = 16   # these items
@@ -88,7 +90,7 @@ def _items(key: dict, bytes_per_thread: int) -> int:
 
 _COMMON = dict(exact_mode=MODE_LOOKBACK, lookback_window=16, group_tiles=32, small_items=0,
                small_block_threads=256, exclusive_inverse=0, exclusive_pairs=0, load_ahead=0,
-               one_launch_max_items=0, one_launch_block_threads=512,
+               split_status=0, one_launch_max_items=0, one_launch_block_threads=512,
                one_launch_items_per_thread=16)
 
 

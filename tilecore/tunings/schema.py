@@ -149,6 +149,7 @@ OPTIONAL_PROVENANCE_FIELDS = {
 _DTYPE_NAMES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                 "float16", "bfloat16", "float32", "float64", "bool_")
 _FLOAT_NAMES = ("float16", "bfloat16", "float32", "float64")
+_WIDE_NAMES = ("int64", "uint64", "float64")       # 8-byte accumulators
 
 # Tuner grid of the blocks-per-SM oversubscription fields.
 _BLOCKS_PER_SM_GRID = (1, 2, 3, 4, 5, 6, 7, 8, 16, 32)
@@ -294,6 +295,14 @@ SCAN = AlgorithmSchema(
               "threads per block (tile = small_block_threads * items_per_thread) for inputs "
               "of at most small_items items",
               applies=lambda key, p: p["small_items"] > 0),
+        Param("split_status", 0, 1, False,
+              "modes 2, 3 and 4 with 8-byte accumulators: 1: each published value split over "
+              "its status word and a second word, each 32 bits of it beside the flags, both "
+              "stored and read relaxed (no fence; a reader waits for the two to carry the "
+              "same flags); 0: the value in vals, published by a release store of the word "
+              "and read after an acquire (not tuned until measured on a GPU)",
+              applies=lambda key, p: key["accum"] in _WIDE_NAMES and _scan_mode(key, p) in (2, 3, 4),
+              tuned=False),
         Param("one_launch_max_items", 0, 1 << 24, False,
               "inputs of at most this many items (not by key, not in place) run in one "
               "launch, each block folding the items before its tile itself, instead of a "
