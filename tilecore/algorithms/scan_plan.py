@@ -386,8 +386,8 @@ def _make_launches(plan: _Plan, n: int, items: int, has_init: bool,
     if single:
         steps = ()
     elif plan.packed == 2:      # both arrays cleared (the grid covers the longer)
-        steps = (_Step((max(status.count, vals.count) // INIT_TILE,), plan.init_k, _STATUS_SPLIT,
-                       (INIT_TILE,)),)
+        steps = (_Step((-(-max(status.count, vals.count) // INIT_TILE),), plan.init_k,
+                       _STATUS_SPLIT, (INIT_TILE,)),)
     else:
         steps = (_Step((status.count // INIT_TILE,), plan.init_k, _STATUS, (INIT_TILE,)),)
     if mode == MODE_FENWICK:
