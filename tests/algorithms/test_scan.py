@@ -1080,3 +1080,29 @@ def test_split_words_round_trip_every_bit():
         other[5] |= np.int64(PREFIX) << 32                # another state's flags
         ct.launch(None, (1,), split_words, (values, ready, other, joined, waits))
         assert waits[0] == 1
+
+
+def test_split_status_groups_of_every_group_word():
+    """Split 8-byte values where a group has as many tiles as the group words (mode 3's
+    one readiness check then also waits for the second words): float64 sums with init
+    in place, full-range int64 in mode 3, a non-commutative 64-bit user operator
+    exclusive with init, over two groups and a partial third, loading ahead or not."""
+    m = dict(GROUPS, group_tiles=K.GROUPS, split_status=1)
+    n = 2 * K.GROUPS * TILE + 3 * TILE + 5
+    d = small_ints(np.float64, n)
+    i = RNG.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, n, dtype=np.int64)
+    u = RNG.integers(0, 2**63, n, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    init = np.uint64((3 << 32) | 5)
+    want_u = np.array(seq_scan([int(v) for v in u], affine64_ref, int(init), exclusive=True),
+                      dtype=np.uint64)
+    for mode in (m, dict(m, load_ahead=1)):
+        z = d.copy()
+        run(S.inclusive_scan_init, z, z, "add", np.float64(2.0), n, mode=mode)
+        np.testing.assert_array_equal(z, 2.0 + np.cumsum(d))
+        yi = np.zeros_like(i)
+        run(S.inclusive_sum, i, yi, n, mode=dict(mode, exact_mode=3))
+        with np.errstate(over="ignore"):
+            np.testing.assert_array_equal(yi, np.cumsum(i))
+        yu = np.zeros_like(u)
+        run(S.exclusive_scan, u, yu, affine64, init, n, mode=mode)
+        np.testing.assert_array_equal(yu, want_u)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import tilecore as ct
 
 from .reduce_kernels import combine_known, fold_known
-from .scan_status import HEAD, READY, flags_of, load_words, publish_aggregate, publish_at, word_values
+from .scan_status import (HEAD, READY, flags_of, join_split, load_words, publish_aggregate,
+                          publish_at, split_ready, word_values)
 from .scan_tiles import fold_parts, join, join_ok, local_scan, store_tile
 
 __all__ = ["GROUPS", "group_values", "publish_group", "groups_prefix_fused", "groups_rest",
@@ -62,12 +63,25 @@ def groups_prefix_fused(status, vals, P, t, k, j, words, gwords, a_head, agg, GR
         publish_group(status, vals, P, k, ct.where(lane == j, agg, v),
                       ct.zeros((GROUP,), ct.int32), a_head, GROUP, KIND, OP, ID, ACC, False,
                       PACKED)
-    while ct.min(ct.where(need, (words >> 32) & READY, 1)
-                 & ct.where(gneed, (gwords >> 32) & READY, 1), 0, keepdims=True).item() != 1:
-        words = load_words(status, k, GROUP, PACKED)
-        gwords = load_words(status, P // GROUPS, GROUPS, PACKED)
-    v = word_values(words, vals, k, GROUP, ACC, PACKED)
-    gv = word_values(gwords, vals, P // GROUPS, GROUPS, ACC, PACKED)
+    if PACKED == 2:   # split values: the second words waited for in the same check
+        hi = load_words(vals, k, GROUP, PACKED)
+        ghi = load_words(vals, P // GROUPS, GROUPS, PACKED)
+        while ct.min(ct.where(need, split_ready(words, hi), 1)
+                     & ct.where(gneed, split_ready(gwords, ghi), 1), 0,
+                     keepdims=True).item() != 1:
+            words = load_words(status, k, GROUP, PACKED)
+            gwords = load_words(status, P // GROUPS, GROUPS, PACKED)
+            hi = load_words(vals, k, GROUP, PACKED)
+            ghi = load_words(vals, P // GROUPS, GROUPS, PACKED)
+        v = join_split(words, hi, ACC)
+        gv = join_split(gwords, ghi, ACC)
+    else:
+        while ct.min(ct.where(need, (words >> 32) & READY, 1)
+                     & ct.where(gneed, (gwords >> 32) & READY, 1), 0, keepdims=True).item() != 1:
+            words = load_words(status, k, GROUP, PACKED)
+            gwords = load_words(status, P // GROUPS, GROUPS, PACKED)
+        v = word_values(words, vals, k, GROUP, ACC, PACKED)
+        gv = word_values(gwords, vals, P // GROUPS, GROUPS, ACC, PACKED)
     if KIND == "user":
         zero = ct.zeros((GROUPS,), ct.int32)
         g_ok, _, g_val = fold_parts(ct.where(gneed, 1, 0), zero, gv, KIND, OP, ACC, False)

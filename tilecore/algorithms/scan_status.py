@@ -24,7 +24,7 @@ from .scan_tiles import ZERO, join
 
 __all__ = ["MO", "MS", "READY", "HEAD", "PREFIX", "to_bits", "from_bits", "publish", "read_words",
            "ticket", "publish_at", "load_words", "flags_of", "publish_aggregate",
-           "publish_prefix", "split_waits", "join_split", "word_values", "scan_init",
+           "publish_prefix", "split_ready", "split_waits", "join_split", "word_values", "scan_init",
            "scan_init_split"]
 
 MO, MS = ct.MemoryOrder, ct.MemoryScope
@@ -112,11 +112,17 @@ def load_words(status, idx, size, PACKED):
 
 
 @ct.function
+def split_ready(words, hi):
+    """1 where a status word is ready and (PACKED 2) its second word `hi` carries
+    the same flags, else 0: stored relaxed, the second word may show after the word."""
+    return ct.where((((words >> 32) & READY) != 0) & ((hi >> 32) == (words >> 32)), 1, 0)
+
+
+@ct.function
 def split_waits(words, hi):
     """Whether some ready status word's second word (PACKED 2) does not yet carry
-    its flags: stored relaxed, it may show after the word."""
-    ready = ((words >> 32) & READY) != 0
-    late = ct.where(ready & ((hi >> 32) != (words >> 32)), 1, 0)
+    its flags."""
+    late = ct.where(((words >> 32) & READY) != 0, 1 - split_ready(words, hi), 0)
     return ct.max(late, 0, keepdims=True).item() == 1
 
 
