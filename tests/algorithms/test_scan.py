@@ -18,6 +18,7 @@ import pytest
 
 import tilecore as ct
 from tilecore.algorithms import DeviceScan as S, cumsum, scan_kernels as K
+from tilecore.algorithms.scan_lookback import split_checked
 from tilecore.algorithms.scan_status import PREFIX, READY, join_split, split_waits
 from tilecore.dispatch import override_policy
 from algo_helpers import run_keys
@@ -1106,3 +1107,22 @@ def test_split_status_groups_of_every_group_word():
         yu = np.zeros_like(u)
         run(S.exclusive_scan, u, yu, affine64, init, n, mode=mode)
         np.testing.assert_array_equal(yu, want_u)
+
+
+@ct.kernel
+def checked_words(words, hi, out):
+    ct.store(out, (0,), split_checked(ct.load(words, (0,), (4,)), ct.load(hi, (0,), (4,))))
+
+
+def test_split_checked_reads_a_lagging_lane_again():
+    """Modes 2 and 4 fold the second words' check into their readiness test: a ready
+    word whose second word lags (stale 0, or an aggregate's where the word is a prefix)
+    loses READY (read again as not yet published) and keeps its other bits; a matching
+    one and an unpublished one are left as they are."""
+    f = np.array([READY, READY | PREFIX, READY, 0], np.int64)
+    words = (f << 32) | np.array([5, 6, 7, 8], np.int64)
+    hi = (np.array([READY, READY, 0, 0], np.int64) << 32) | 9
+    out = np.zeros(4, np.int64)
+    ct.launch(None, (1,), checked_words, (words, hi, out))
+    np.testing.assert_array_equal(out, [words[0], words[1] & ~(READY << 32),
+                                        words[2] & ~(READY << 32), words[3]])

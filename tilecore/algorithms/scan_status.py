@@ -11,10 +11,11 @@ aggregate to prefix), either (PACKED 0) with plain stores published by a
 release store of the word and read after an acquire, or (PACKED 2, modes 2-4:
 the policy's split_status) split: the word holds the value's low 32 bits,
 vals (int64, cleared with the words) the same flags beside its high 32 bits,
-both stored relaxed, the second first. A reader that finds a word ready reads
-the second word and waits until it carries the same flags: each word is one
-atomic access and each (state, word) is written once a scan, so equal flags
-mean the same publication. No fence on either side.
+both stored relaxed, the second first. A reader reads both and counts a word
+ready only once its second word carries the same flags (mode 3's readiness
+check and modes 2/4's look-back include it; word_values waits): each word is
+one atomic access and each (state, word) is written once a scan, so equal
+flags mean the same publication. No fence on either side.
 """
 from __future__ import annotations
 
