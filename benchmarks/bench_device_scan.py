@@ -1,11 +1,11 @@
 """DeviceScan (inclusive_sum, exclusive_sum) beside CUB (`cuda.compute`
 make_inclusive_scan / make_exclusive_scan with OpKind.PLUS), CuPy's cumsum,
-torch.cumsum and the device-to-device copy, float32 and int32 at 2^24..2^28,
-all in one run on one GPU; plus a user operator computing the same sum
-(`user_add`, compiled into the same kernel: inclusive_scan, and exclusive_scan
-with init 0) at 2^27.
+torch.cumsum and the device-to-device copy, float32 and int32 at 2^24..2^28
+(--dtypes: also float64, int64, float16), all in one run on one GPU; plus a
+user operator computing the same sum (`user_add`, compiled into the same kernel:
+inclusive_scan, and exclusive_scan with init 0) at 2^27.
 
-Bandwidth counts bytes read plus written (8 per 4-byte item: a single-pass
+Bandwidth counts bytes read plus written (2 per item byte: a single-pass
 scan moves what a copy moves), timed in the steady state (common.steady_ms:
 back-to-back calls over rotating buffer sets; tilecore's two launches per
 call, status init and scan, are both timed). Every implementation is checked
@@ -17,6 +17,7 @@ reaches about 91% of the 1 GiB copy's bandwidth).
     python benchmarks/bench_device_scan.py [--out DIR] [--sweep] [--user-sweep] [--excl-sweep]
                                            [--sizes 24,28]
                                            [--scans incl,excl]
+                                           [--dtypes float32,int32,float64,int64,float16]
 
 --user-sweep also times the user operator with other tiles at 2^27;
 --excl-sweep the exclusive scans' alternatives (exclusive_pairs,
@@ -45,7 +46,9 @@ from tilecore.algorithms import DeviceScan
 from tilecore.dispatch import override_policy
 
 SIZES = (24, 26, 27, 28)
-DTYPES = (np.float32, np.int32)
+DTYPES = ("float32", "int32")
+# float dtypes: the spacing of each's numbers (the reference's tolerance)
+EPS = {"float16": 2.0 ** -11, "float32": 2.0 ** -24, "float64": 2.0 ** -53}
 _ALL = dict(small_items=0)
 SWEEP = [dict(_ALL),                                                  # the shipped policy
          dict(_ALL, block_threads=512), dict(_ALL, block_threads=256),
@@ -131,10 +134,10 @@ class CubScan:
 
 def _inputs(n: int, dtype, count: int) -> list:
     rng = cp.random.default_rng(11)
-    if dtype == np.int32:
-        return [(rng.integers(-100, 100, n, dtype=cp.int32), cp.empty(n, cp.int32))
+    if np.dtype(dtype).kind == "i":
+        return [(rng.integers(-100, 100, n, dtype=dtype), cp.empty(n, dtype))
                 for _ in range(count)]
-    return [(rng.standard_normal(n, dtype=cp.float32), cp.empty(n, cp.float32))
+    return [(rng.standard_normal(n, dtype=cp.float32).astype(dtype), cp.empty(n, dtype))
             for _ in range(count)]
 
 
@@ -143,8 +146,8 @@ def _reference(x, exclusive: bool):
     host = cp.asnumpy(x)
     if exclusive:
         host = host[:-1]
-    if x.dtype == cp.int32:
-        return host, np.cumsum(host, dtype=np.int64).astype(np.int32)
+    if x.dtype.kind == "i":
+        return host, np.cumsum(host, dtype=np.int64).astype(x.dtype)
     return host, np.cumsum(host.astype(np.float64))
 
 
@@ -159,10 +162,12 @@ def _check(name: str, fn, x, y, exclusive: bool, ref) -> None:
         got = got[1:]
     else:
         ok = True
-    if x.dtype == cp.int32:
+    if x.dtype.kind == "i":
         ok = ok and np.array_equal(got, want)
-    else:
-        bound = x.shape[0] * 2.0 ** -24 * np.cumsum(np.abs(host.astype(np.float64)))
+    else:   # float16 sums accumulate in float32, then round once to the output
+        acc_eps = EPS["float64" if x.dtype == cp.float64 else "float32"]
+        bound = (x.shape[0] * acc_eps * np.cumsum(np.abs(host.astype(np.float64)))
+                 + EPS[x.dtype.name] * np.abs(want))
         ok = ok and bool((np.abs(got.astype(np.float64) - want) <= bound).all())
     if not ok:
         raise AssertionError(f"{name} is wrong at n={x.shape[0]} ({x.dtype}, "
@@ -178,7 +183,7 @@ def _impls(x, y, exclusive: bool, sweep: bool, log2n: int, user_sweep: bool,
     if excl_sweep and exclusive:
         for p in EXCL_SWEEP:
             impls[f"tilecore {_tag(p)}"] = TileScan(x, y, exclusive, p)
-    if log2n == 27:
+    if log2n == 27 and x.dtype in (cp.float32, cp.int32):    # the goal's dtypes
         impls["tilecore user_add"] = TileScan(x, y, exclusive, op=user_add)
         if user_sweep and not exclusive:
             for p in USER_SWEEP:
@@ -199,23 +204,32 @@ def main() -> None:
     scans = script_option("--scans", ["incl", "excl"])
     user_sweep, excl_sweep = script_flag("--user-sweep"), script_flag("--excl-sweep")
     out = parse_out()
+    dtypes = [np.dtype(v) for v in script_option("--dtypes", DTYPES)]
     sweep = "--sweep" in sys.argv
     copy = copy_bandwidth_gbs()
     rows, records, header = [], [], []
     for exclusive in [e for e in (False, True) if ("excl" if e else "incl") in scans]:
-        for dtype in DTYPES:
+        for dtype in dtypes:
             for log2n in sizes:
                 n = 1 << log2n
-                sets = _inputs(n, dtype, buffer_sets(8 * n))
+                moved = 2 * dtype.itemsize * n          # bytes read + written
+                sets = _inputs(n, dtype, buffer_sets(moved))
                 impls = _impls(*sets[0], exclusive, sweep, log2n, user_sweep, excl_sweep)
                 ref = _reference(sets[0][0], exclusive)
                 same = same_bytes_copy_gbs(sets)
                 gbs, temp = {}, {}
                 for name, fn in impls.items():
                     with fn.context() if hasattr(fn, "context") else contextlib.nullcontext():
-                        _check(name, fn, *sets[0], exclusive, ref)
+                        try:
+                            _check(name, fn, *sets[0], exclusive, ref)
+                        except AssertionError as e:
+                            if name.startswith("tilecore"):
+                                raise
+                            # a peer summing float16 in float16 misses the float32 bound
+                            print(f"{e}: not timed")
+                            continue
                         ms = steady_ms([lambda x=x, y=y, fn=fn: fn(x, y) for x, y in sets])
-                    gbs[name] = 8 * n / ms / 1e6
+                    gbs[name] = moved / ms / 1e6
                     if hasattr(fn, "nbytes"):
                         temp[name] = fn.nbytes
                 cub = gbs.get("CUB")
