@@ -1126,3 +1126,28 @@ def test_split_checked_reads_a_lagging_lane_again():
     ct.launch(None, (1,), checked_words, (words, hi, out))
     np.testing.assert_array_equal(out, [words[0], words[1] & ~(READY << 32),
                                         words[2] & ~(READY << 32), words[3]])
+
+
+def test_split_status_policy_field():
+    """split_status is 0 or 1, validated as the other fields, 0 in every shipped table
+    (until measured on a GPU), and applies to 8-byte accumulators in modes 2-4 only:
+    4-byte values stay packed, mode 0 keeps its values in vals."""
+    from tilecore.algorithms import scan_plan as SC
+    from tilecore.dispatch.scan_policy import select_scan_policy
+    from tilecore.dispatch.target import interpreter_target
+    from tilecore.language import dtypes as D
+    from tilecore.tunings import TuningError
+    for cc in (70, 80, 90, 120):
+        for accum, size in (("float64", 8), ("int64", 8), ("float32", 4)):
+            key = dict(value_size=size, accum=accum, op="add", offset_size=4, by_key=False)
+            assert select_scan_policy(cc, key).split_status == 0
+    with pytest.raises(TuningError, match="field 'split_status': expected a value in 0..1, got 2"):
+        with override_policy("scan", split_status=2):
+            pass
+    target = interpreter_target()
+    for mode, acc, packed in ((LOOKBACK, D.int64, 2), (GROUPS, D.float64, 2),
+                              (ORDERED, D.uint64, 2), (SINGLE_PASS, D.int64, 0),
+                              (GROUPS, D.float32, 1)):
+        with override_policy("scan", **dict(mode, split_status=1)):
+            plan = SC._plan(acc, acc, "add", None, None, False, False, False, target)
+        assert plan.packed == packed
