@@ -18,8 +18,8 @@ import pytest
 
 import tilecore as ct
 from tilecore.algorithms import DeviceScan as S, cumsum, scan_kernels as K
-from tilecore.algorithms.scan_lookback import split_checked
-from tilecore.algorithms.scan_status import PREFIX, READY, join_split, split_waits
+from tilecore.algorithms.scan_lookback import checked_window
+from tilecore.algorithms.scan_status import PREFIX, READY, join_split, ready_bits
 from tilecore.dispatch import override_policy
 from algo_helpers import run_keys
 
@@ -1039,48 +1039,67 @@ def test_split_status_words_need_no_fence(monkeypatch, mode):
 
 
 @ct.kernel
-def split_words(values, flags, hi, joined, waits):
+def split_words(values, flags, hi, joined, ready):
     """publish_at's split halves of `values` (with `flags`), their join back, and
-    split_waits over those words against `hi` (a second word per lane)."""
+    ready_bits of those words against `hi` (a second word per lane)."""
     v = ct.load(values, (0,), (8,))
     bits = ct.bitcast(v, ct.int64)
     f = ct.load(flags, (0,), (8,))
     lo = (f << 32) | (bits & 0xFFFFFFFF)
     high = (f << 32) | ((bits >> 32) & 0xFFFFFFFF)
     ct.store(joined, (0,), join_split(lo, high, values.dtype))
-    ct.store(waits, (0,), ct.full((1,), 1, ct.int32) if split_waits(lo, ct.load(hi, (0,), (8,)))
-             else ct.zeros((1,), ct.int32))
+    ct.store(ready, (0,), ready_bits(lo, ct.load(hi, (0,), (8,)), 2))
 
 
 def test_split_words_round_trip_every_bit():
     """An 8-byte value split into two words and joined again is the same bits (int64 and
     uint64 extremes, float64 -0.0, infinities, a NaN with a payload, the smallest
-    denormal); a reader waits while some ready word's second word carries other flags
-    (stale: 0, or another state's), and not for a word that is not ready."""
+    denormal); a word counts as published only while its second word carries the same
+    flags (not when stale: 0, or another state's), and an unpublished one never."""
     ints = np.array([0, -1, 1, np.iinfo(np.int64).min, np.iinfo(np.int64).max, 1 << 32,
                      -(1 << 32), 0x7FFFFFFF80000000], np.int64)
     floats = np.array([-0.0, np.inf, -np.inf, 5e-324, -2.5, 1e308, 0.0, 0.0], np.float64)
     floats[7] = np.frombuffer(np.uint64(0x7FF8000000000ABC).tobytes(), np.float64)[0]
-    ready = np.full(8, READY, np.int64)
+    flags = np.full(8, READY, np.int64)
+    flags[6] = 0                                          # lane 6 not published
     for values in (ints, ints.view(np.uint64), floats):
         joined = np.zeros_like(values)
-        waits = np.zeros(1, np.int32)
-        hi = (ready << 32) | ((values.view(np.int64) >> 32) & 0xFFFFFFFF)
-        ct.launch(None, (1,), split_words, (values, ready, hi, joined, waits))
-        np.testing.assert_array_equal(joined.view(np.int64), values.view(np.int64))
-        assert waits[0] == 0
-        stale = hi.copy()
-        stale[3] = 0                                      # not yet visible (cleared)
-        ct.launch(None, (1,), split_words, (values, ready, stale, joined, waits))
-        assert waits[0] == 1
-        unready = ready.copy()
-        unready[3] = 0                                    # lane 3 not published: no wait
-        ct.launch(None, (1,), split_words, (values, unready, stale, joined, waits))
-        assert waits[0] == 0
-        other = hi.copy()
-        other[5] |= np.int64(PREFIX) << 32                # another state's flags
-        ct.launch(None, (1,), split_words, (values, ready, other, joined, waits))
-        assert waits[0] == 1
+        ready = np.zeros(8, np.int64)
+        hi = (flags << 32) | ((values.view(np.int64) >> 32) & 0xFFFFFFFF)
+        hi[3] = 0                                         # not yet visible (cleared)
+        hi[5] |= np.int64(PREFIX) << 32                   # another state's flags
+        ct.launch(None, (1,), split_words, (values, flags, hi, joined, ready))
+        np.testing.assert_array_equal(joined[[0, 1, 2, 4, 7]].view(np.int64),
+                                      values[[0, 1, 2, 4, 7]].view(np.int64))
+        np.testing.assert_array_equal(ready, [1, 1, 1, 0, 1, 0, 0, 1])
+
+
+@ct.kernel
+def checked_words(words, vals, out, hi_out):
+    w, hi = checked_window(ct.load(words, (0,), (4,)), vals, 4, 0, 4, 2)
+    ct.store(out, (0,), w)
+    ct.store(hi_out, (0,), hi)
+
+
+def test_checked_window_reads_a_lagging_lane_again():
+    """Modes 2 and 4 fold the second words' check into their readiness test: the second
+    word of the state each word shows (an aggregate's in vals' first half, a prefix's in
+    its second); a ready word whose second word lags (stale 0, or the aggregate's where
+    the word is a prefix) loses READY and keeps its other bits; a matching one and an
+    unpublished one are left as they are."""
+    f = np.array([READY, READY | PREFIX, READY, 0], np.int64)
+    words = (f << 32) | np.array([5, 6, 7, 8], np.int64)
+    vals = np.zeros(8, np.int64)
+    vals[:4] = (np.array([READY, READY, 0, 0], np.int64) << 32) | 9    # aggregates' words
+    vals[4:] = (np.array([0, 0, 0, 0], np.int64) << 32) | 3             # prefixes': none yet
+    out, hi = np.zeros(4, np.int64), np.zeros(4, np.int64)
+    ct.launch(None, (1,), checked_words, (words, vals, out, hi))
+    np.testing.assert_array_equal(hi, [vals[0], vals[5], vals[2], vals[3]])
+    np.testing.assert_array_equal(out, [words[0], words[1] & ~(READY << 32),
+                                        words[2] & ~(READY << 32), words[3]])
+    vals[5] = ((READY | PREFIX) << 32) | 3                               # the prefix's arrives
+    ct.launch(None, (1,), checked_words, (words, vals, out, hi))
+    np.testing.assert_array_equal(out[:2], words[:2])
 
 
 def test_split_status_groups_of_every_group_word():
@@ -1107,25 +1126,6 @@ def test_split_status_groups_of_every_group_word():
         yu = np.zeros_like(u)
         run(S.exclusive_scan, u, yu, affine64, init, n, mode=mode)
         np.testing.assert_array_equal(yu, want_u)
-
-
-@ct.kernel
-def checked_words(words, hi, out):
-    ct.store(out, (0,), split_checked(ct.load(words, (0,), (4,)), ct.load(hi, (0,), (4,))))
-
-
-def test_split_checked_reads_a_lagging_lane_again():
-    """Modes 2 and 4 fold the second words' check into their readiness test: a ready
-    word whose second word lags (stale 0, or an aggregate's where the word is a prefix)
-    loses READY (read again as not yet published) and keeps its other bits; a matching
-    one and an unpublished one are left as they are."""
-    f = np.array([READY, READY | PREFIX, READY, 0], np.int64)
-    words = (f << 32) | np.array([5, 6, 7, 8], np.int64)
-    hi = (np.array([READY, READY, 0, 0], np.int64) << 32) | 9
-    out = np.zeros(4, np.int64)
-    ct.launch(None, (1,), checked_words, (words, hi, out))
-    np.testing.assert_array_equal(out, [words[0], words[1] & ~(READY << 32),
-                                        words[2] & ~(READY << 32), words[3]])
 
 
 def test_split_status_policy_field():

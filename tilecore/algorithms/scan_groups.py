@@ -8,8 +8,8 @@ from __future__ import annotations
 import tilecore as ct
 
 from .reduce_kernels import combine_known, fold_known
-from .scan_status import (HEAD, READY, flags_of, join_split, load_words, publish_aggregate,
-                          publish_at, split_ready, word_values)
+from .scan_status import (HEAD, flags_of, load_words, publish_aggregate, publish_at, ready_bits,
+                          second_words, word_values)
 from .scan_tiles import fold_parts, join, join_ok, local_scan, store_tile
 
 __all__ = ["GROUPS", "group_values", "publish_group", "groups_prefix_fused", "groups_rest",
@@ -20,11 +20,14 @@ GROUPS = 256        # mode 3: group words every tile loads (the host widens grou
 
 @ct.function
 def group_values(status, vals, k, words, need, GROUP, ACC, PACKED):
-    """Group k's status words, reloaded until the lanes in `need` are published,
-    and their values."""
-    while ct.min(ct.where(need, (words >> 32) & READY, 1), 0, keepdims=True).item() != 1:
+    """Status words [k*GROUP, (k+1)*GROUP) (a group's, or the groups' with k = P //
+    GROUPS), reloaded until the lanes in `need` are published, and their values."""
+    hi = second_words(vals, k, GROUP, words, PACKED)
+    while ct.min(ct.where(need, ready_bits(words, hi, PACKED), 1), 0,
+                 keepdims=True).item() != 1:
         words = load_words(status, k, GROUP, PACKED)
-    return words, word_values(words, vals, k, GROUP, ACC, PACKED)
+        hi = second_words(vals, k, GROUP, words, PACKED)
+    return words, word_values(words, hi, vals, k, GROUP, ACC, PACKED)
 
 
 @ct.function
@@ -63,25 +66,17 @@ def groups_prefix_fused(status, vals, P, t, k, j, words, gwords, a_head, agg, GR
         publish_group(status, vals, P, k, ct.where(lane == j, agg, v),
                       ct.zeros((GROUP,), ct.int32), a_head, GROUP, KIND, OP, ID, ACC, False,
                       PACKED)
-    if PACKED == 2:   # split values: the second words waited for in the same check
-        hi = load_words(vals, k, GROUP, PACKED)
-        ghi = load_words(vals, P // GROUPS, GROUPS, PACKED)
-        while ct.min(ct.where(need, split_ready(words, hi), 1)
-                     & ct.where(gneed, split_ready(gwords, ghi), 1), 0,
-                     keepdims=True).item() != 1:
-            words = load_words(status, k, GROUP, PACKED)
-            gwords = load_words(status, P // GROUPS, GROUPS, PACKED)
-            hi = load_words(vals, k, GROUP, PACKED)
-            ghi = load_words(vals, P // GROUPS, GROUPS, PACKED)
-        v = join_split(words, hi, ACC)
-        gv = join_split(gwords, ghi, ACC)
-    else:
-        while ct.min(ct.where(need, (words >> 32) & READY, 1)
-                     & ct.where(gneed, (gwords >> 32) & READY, 1), 0, keepdims=True).item() != 1:
-            words = load_words(status, k, GROUP, PACKED)
-            gwords = load_words(status, P // GROUPS, GROUPS, PACKED)
-        v = word_values(words, vals, k, GROUP, ACC, PACKED)
-        gv = word_values(gwords, vals, P // GROUPS, GROUPS, ACC, PACKED)
+    hi = second_words(vals, k, GROUP, words, PACKED)
+    ghi = second_words(vals, P // GROUPS, GROUPS, gwords, PACKED)
+    while ct.min(ct.where(need, ready_bits(words, hi, PACKED), 1)
+                 & ct.where(gneed, ready_bits(gwords, ghi, PACKED), 1), 0,
+                 keepdims=True).item() != 1:
+        words = load_words(status, k, GROUP, PACKED)
+        gwords = load_words(status, P // GROUPS, GROUPS, PACKED)
+        hi = second_words(vals, k, GROUP, words, PACKED)
+        ghi = second_words(vals, P // GROUPS, GROUPS, gwords, PACKED)
+    v = word_values(words, hi, vals, k, GROUP, ACC, PACKED)
+    gv = word_values(gwords, ghi, vals, P // GROUPS, GROUPS, ACC, PACKED)
     if KIND == "user":
         zero = ct.zeros((GROUPS,), ct.int32)
         g_ok, _, g_val = fold_parts(ct.where(gneed, 1, 0), zero, gv, KIND, OP, ACC, False)
@@ -144,10 +139,8 @@ def groups_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, GRO
                                                  v, KIND, OP, ACC, BY_KEY)
             glane = ct.arange(GROUPS, dtype=ct.int32)
             gneed = glane < k
-            while ct.min(ct.where(gneed, (gwords >> 32) & READY, 1), 0,
-                         keepdims=True).item() != 1:
-                gwords = load_words(status, P // GROUPS, GROUPS, PACKED)
-            gv = word_values(gwords, vals, P // GROUPS, GROUPS, ACC, PACKED)
+            gwords, gv = group_values(status, vals, P // GROUPS, gwords, gneed, GROUPS, ACC,
+                                      PACKED)
             if known:
                 g_ok = ct.where(k > 0, ct.full((1,), 1, ct.int32), 0)
                 g_head = ct.zeros((1,), ct.int32)

@@ -91,9 +91,9 @@ import tilecore as ct
 
 from .scan_groups import GROUPS, groups_rest, publish_ahead
 from .scan_lookback import (from_newest_prefix, lookback_rest, lookback_start, prefix_lookback,
-                            split_checked, window_hi, window_masks, window_values, window_waits)
+                            checked_window, window_masks, window_values, window_waits)
 from .scan_recompute import scan_recompute
-from .scan_status import (HEAD, MO, PREFIX, READY, flags_of, from_bits, join_split, load_words,
+from .scan_status import (HEAD, MO, PREFIX, READY, flags_of, from_bits, load_words,
                           publish, publish_at, publish_prefix, read_words, scan_init,
                           scan_init_split, ticket)
 from .scan_tiles import fold_parts, join, join2, join_ok, op2, store_tile, tile_finish, tile_parts
@@ -244,22 +244,14 @@ def scan_ordered(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constan
     p_val = ct.full((1,), ID, ACC)
     if not SINGLE:
         lane = w * WINDOW + ct.arange(WINDOW, dtype=ct.int32)
-        hi = words
-        if PACKED == 2:         # a lane whose second word lags is read again
-            hi = window_hi(words, vals, P, w, WINDOW, PACKED)
-            words = split_checked(words, hi)
+        words, hi = checked_window(words, vals, P, w, WINDOW, PACKED)
         masks = window_masks(words, lane, t, WINDOW)
         while (t > 0) & window_waits(masks).item():
-            words = load_words(status, w, WINDOW, PACKED)
-            if PACKED == 2:
-                hi = window_hi(words, vals, P, w, WINDOW, PACKED)
-                words = split_checked(words, hi)
+            words, hi = checked_window(load_words(status, w, WINDOW, PACKED), vals, P, w,
+                                       WINDOW, PACKED)
             masks = window_masks(words, lane, t, WINDOW)
         if t > 0:
-            if PACKED == 2:
-                v = join_split(words, hi, ACC)
-            else:
-                v = window_values(words, vals, P, w, WINDOW, ACC, PACKED)
+            v = window_values(words, hi, vals, P, w, WINDOW, ACC, PACKED)
             ok = from_newest_prefix(masks, lane, t, WINDOW)   # folded left to right
             if BY_KEY:
                 hd = ct.astype(((words >> 32) & HEAD) >> 1, ct.int32)

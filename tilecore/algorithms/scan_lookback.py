@@ -9,12 +9,12 @@ from __future__ import annotations
 import tilecore as ct
 
 from .scan_status import (HEAD, PREFIX, READY, from_bits, join_split, load_words,
-                          publish_aggregate, publish_prefix, split_ready, ticket)
+                          publish_aggregate, publish_prefix, ready_bits, ticket)
 from .scan_tiles import local_scan, op2, store_tile, tile_parts
 
 __all__ = ["LB_NOT_READY", "LB_FOUND", "LB_LIVE", "lookback_start", "first_window",
-           "window_values", "window_hi", "split_checked", "lb_combine", "prefix_lookback", "lookback_rest", "window_masks",
-           "window_waits", "from_newest_prefix"]
+           "checked_window", "window_values", "lb_combine", "prefix_lookback", "lookback_rest",
+           "window_masks", "window_waits", "from_newest_prefix"]
 
 LB_NOT_READY, LB_FOUND, LB_LIVE = 1, 2, 4     # mode 2: a window's lanes folded (lb_combine)
 
@@ -52,30 +52,32 @@ def first_window(status, t, u, TILE, WINDOW, ACC, KIND, OP, ID, SHIFT, EXCL, INV
 
 
 @ct.function
-def window_values(words, vals, P, w, WINDOW, ACC, PACKED):
-    """The values of window w's status words (modes 2 and 4; PACKED 0 or 1): beside
-    the flags, else in vals: prefixes in its second half, aggregates in its first."""
-    if PACKED:
+def checked_window(words, vals, P, w, WINDOW, PACKED):
+    """(words, hi) of window w (modes 2 and 4): with PACKED 2 its second words, of the
+    state each word shows (a prefix's in vals' second half, an aggregate's in its
+    first), and READY cleared where one lags, so that the look-back's own readiness
+    test reads that lane again; otherwise (words, words)."""
+    if PACKED == 2:
+        hi = ct.where(((words >> 32) & PREFIX) != 0,
+                      load_words(vals, P // WINDOW + w, WINDOW, PACKED),
+                      load_words(vals, w, WINDOW, PACKED))
+        return ct.where(ready_bits(words, hi, PACKED) != 0, words, words & ~(READY << 32)), hi
+    else:
+        return words, words
+
+
+@ct.function
+def window_values(words, hi, vals, P, w, WINDOW, ACC, PACKED):
+    """The values of window w's status words (modes 2 and 4; hi: checked_window's):
+    beside the flags (PACKED 1), split over the words and hi (PACKED 2), else in
+    vals: prefixes in its second half, aggregates in its first."""
+    if PACKED == 1:
         return from_bits(words, ACC)
+    elif PACKED == 2:
+        return join_split(words, hi, ACC)
     else:
         prefixes = ct.load(vals, (P // WINDOW + w,), (WINDOW,))
         return ct.where(((words >> 32) & PREFIX) != 0, prefixes, ct.load(vals, (w,), (WINDOW,)))
-
-
-@ct.function
-def window_hi(words, vals, P, w, WINDOW, PACKED):
-    """The second words of window w's split status words (PACKED 2), of the state
-    each word shows: a prefix's in vals' second half, an aggregate's in its first."""
-    return ct.where(((words >> 32) & PREFIX) != 0, load_words(vals, P // WINDOW + w, WINDOW, PACKED),
-                    load_words(vals, w, WINDOW, PACKED))
-
-
-@ct.function
-def split_checked(words, hi):
-    """Split status words (PACKED 2) with READY cleared where the second word does
-    not yet carry the word's flags: such a lane is read again, as one not yet
-    published, by the look-back's own readiness check (no wait of its own)."""
-    return ct.where(split_ready(words, hi) != 0, words, words & ~(READY << 32))
 
 
 @ct.function
@@ -107,13 +109,9 @@ def prefix_lookback(t, w, words, status, vals, P, a_head, agg, WINDOW, ACC, KIND
         while end > 0:
             lane = w * WINDOW + ct.arange(WINDOW, dtype=ct.int32)
             live = lane < end
-            if PACKED == 2:
-                hi = window_hi(words, vals, P, w, WINDOW, PACKED)
-                words = split_checked(words, hi)
-                v = join_split(words, hi, ACC)
-            else:
-                v = window_values(words, vals, P, w, WINDOW, ACC, PACKED)
+            words, hi = checked_window(words, vals, P, w, WINDOW, PACKED)
             f = words >> 32
+            v = window_values(words, hi, vals, P, w, WINDOW, ACC, PACKED)
             lf = ct.where(live, ct.where((f & READY) != 0, LB_LIVE, LB_LIVE | LB_NOT_READY)
                           | ct.where((f & (PREFIX | HEAD)) != 0, LB_FOUND, 0), 0)
             flags, part = ct.reduce(

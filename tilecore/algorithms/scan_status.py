@@ -11,11 +11,11 @@ aggregate to prefix), either (PACKED 0) with plain stores published by a
 release store of the word and read after an acquire, or (PACKED 2, modes 2-4:
 the policy's split_status) split: the word holds the value's low 32 bits,
 vals (int64, cleared with the words) the same flags beside its high 32 bits,
-both stored relaxed, the second first. A reader reads both and counts a word
-ready only once its second word carries the same flags (mode 3's readiness
-check and modes 2/4's look-back include it; word_values waits): each word is
-one atomic access and each (state, word) is written once a scan, so equal
-flags mean the same publication. No fence on either side.
+both stored relaxed, the second first. A reader loads both and counts a word
+ready only once its second word carries the same flags (ready_bits, in every
+readiness check): each word is one atomic access and each (state, word) is
+written once a scan, so equal flags mean the same publication. No fence on
+either side.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from .scan_tiles import ZERO, join
 
 __all__ = ["MO", "MS", "READY", "HEAD", "PREFIX", "to_bits", "from_bits", "publish", "read_words",
            "ticket", "publish_at", "load_words", "flags_of", "publish_aggregate",
-           "publish_prefix", "split_ready", "split_waits", "join_split", "word_values", "scan_init",
+           "publish_prefix", "second_words", "ready_bits", "join_split", "word_values", "scan_init",
            "scan_init_split"]
 
 MO, MS = ct.MemoryOrder, ct.MemoryScope
@@ -113,18 +113,24 @@ def load_words(status, idx, size, PACKED):
 
 
 @ct.function
-def split_ready(words, hi):
-    """1 where a status word is ready and (PACKED 2) its second word `hi` carries
-    the same flags, else 0: stored relaxed, the second word may show after the word."""
-    return ct.where((((words >> 32) & READY) != 0) & ((hi >> 32) == (words >> 32)), 1, 0)
+def second_words(vals, idx, size, words, PACKED):
+    """The second words of split status words [idx*size, (idx+1)*size) (PACKED 2),
+    loaded with them; otherwise `words` itself (no second words)."""
+    if PACKED == 2:
+        return load_words(vals, idx, size, PACKED)
+    else:
+        return words
 
 
 @ct.function
-def split_waits(words, hi):
-    """Whether some ready status word's second word (PACKED 2) does not yet carry
-    its flags."""
-    late = ct.where(((words >> 32) & READY) != 0, 1 - split_ready(words, hi), 0)
-    return ct.max(late, 0, keepdims=True).item() == 1
+def ready_bits(words, hi, PACKED):
+    """1 where a status word is published, else 0: READY, and with PACKED 2 its
+    second word `hi` carrying the same flags (stored relaxed, it may show after
+    the word; a lane whose second word lags is read again as one not yet ready)."""
+    if PACKED == 2:
+        return ct.where((hi >> 32) == (words >> 32), (words >> 32) & READY, 0)
+    else:
+        return (words >> 32) & READY
 
 
 @ct.function
@@ -134,16 +140,13 @@ def join_split(words, hi, ACC):
 
 
 @ct.function
-def word_values(words, vals, idx, size, ACC, PACKED):
-    """The values of status words [idx*size, (idx+1)*size) (words: as loaded,
-    their ready lanes' values are wanted): beside the flags (PACKED 1), split
-    with vals (PACKED 2: waits for the ready lanes' second words), or in vals."""
+def word_values(words, hi, vals, idx, size, ACC, PACKED):
+    """The values of published status words [idx*size, (idx+1)*size) (hi: their
+    second words, second_words): beside the flags (PACKED 1), split over the word
+    and hi (PACKED 2), or in vals."""
     if PACKED == 1:
         return from_bits(words, ACC)
     elif PACKED == 2:
-        hi = load_words(vals, idx, size, PACKED)
-        while split_waits(words, hi):
-            hi = load_words(vals, idx, size, PACKED)
         return join_split(words, hi, ACC)
     else:
         return ct.load(vals, (idx,), (size,))

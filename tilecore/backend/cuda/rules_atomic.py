@@ -155,8 +155,8 @@ def _atomic(ctx: Ctx, op: Op, values: list, first: int, outside: str) -> None:
         return
     red = not used and fn not in ("xchg", "cas") and not ordering.own_acquire
     args = ", ".join(f"{ctx.name(v)}.v[k]" for v in values)
-    call = f"tc::{'red' if red else 'atom'}_{_instr(fn, arr.dtype)}<" \
-           f"{ordering.scope if red else ordering.template()}>({arr.ptr} + ({off}), {args})"
+    call = f"tc::{'red' if red else 'atom'}_{_instr(fn, arr.dtype)}<{ordering.template()}>(" \
+           f"{arr.ptr} + ({off}), {args})"
     out = ctx.declare(op.result) if used else ""
     ordering.before()
     if lay.replicated:

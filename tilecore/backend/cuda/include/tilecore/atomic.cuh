@@ -5,7 +5,8 @@
 // Every element access here is a strong access at its scope, relaxed or acquire:
 // the tile-level orders are built around them by the generated code, per block:
 //   release: __syncthreads(); fence_acq_rel<S>(); relaxed accesses
-//   acquire: acquire accesses; __syncthreads()
+//   acquire: acquire accesses; __syncthreads()  (a thread holding many of the
+//            elements: relaxed accesses; fence_acq_rel<S>(); __syncthreads())
 // (a strong write after an acq_rel fence is a release pattern of the PTX memory
 // model; the barrier extends the order to the block's other threads, as
 // cooperative groups' grid sync does). An acquire is the accesses' own, not a
@@ -83,18 +84,21 @@ __device__ __forceinline__ void st_relaxed(T* p, T v) {
 // value, relaxed or (ACQ) acquire; red_<op>_<type><S>(p, v): a relaxed one without
 // the old value. T is the element type; U the PTX operand type of constraint C (same
 // size).
+// One atom instruction, acquire (ACQ) or relaxed, at scope S.
+#define TC_ATOM_ASM(ACQ, S, AFTER, ...)                                        \
+  if constexpr (ACQ) {                                                         \
+    TC_SCOPED_ASM(S, "atom.acquire", AFTER, __VA_ARGS__)                       \
+  } else {                                                                     \
+    TC_SCOPED_ASM(S, "atom.relaxed", AFTER, __VA_ARGS__)                       \
+  }
+
 #define TC_ATOM(NAME, INSTR, U, C)                                             \
   template <int S, bool ACQ = false, class T>                                  \
   __device__ __forceinline__ T atom_##NAME(T* p, T v) {                        \
     U r;                                                                       \
     const U b = bitcast<U>(v);                                                 \
-    if constexpr (ACQ) {                                                       \
-      TC_SCOPED_ASM(S, "atom.acquire", ".global." INSTR " %0, [%1], %2;",      \
-                    : "=" C(r) : "l"(p), C(b) : "memory")                      \
-    } else {                                                                   \
-      TC_SCOPED_ASM(S, "atom.relaxed", ".global." INSTR " %0, [%1], %2;",      \
-                    : "=" C(r) : "l"(p), C(b) : "memory")                      \
-    }                                                                          \
+    TC_ATOM_ASM(ACQ, S, ".global." INSTR " %0, [%1], %2;",                     \
+                : "=" C(r) : "l"(p), C(b) : "memory")                          \
     return bitcast<T>(r);                                                      \
   }
 
@@ -137,13 +141,8 @@ TC_ATOM(exch_b64, "exch.b64", unsigned long long, "l")
   __device__ __forceinline__ T atom_##NAME(T* p, T expected, T desired) {      \
     U r;                                                                       \
     const U e = bitcast<U>(expected), d = bitcast<U>(desired);                 \
-    if constexpr (ACQ) {                                                       \
-      TC_SCOPED_ASM(S, "atom.acquire", ".global." INSTR " %0, [%1], %2, %3;",  \
-                    : "=" C(r) : "l"(p), C(e), C(d) : "memory")                \
-    } else {                                                                   \
-      TC_SCOPED_ASM(S, "atom.relaxed", ".global." INSTR " %0, [%1], %2, %3;",  \
-                    : "=" C(r) : "l"(p), C(e), C(d) : "memory")                \
-    }                                                                          \
+    TC_ATOM_ASM(ACQ, S, ".global." INSTR " %0, [%1], %2, %3;",                 \
+                : "=" C(r) : "l"(p), C(e), C(d) : "memory")                    \
     return bitcast<T>(r);                                                      \
   }
 
@@ -177,6 +176,7 @@ __device__ __forceinline__ void red_add_bf16(T* p, T v) {
 #endif
 
 #undef TC_LD
+#undef TC_ATOM_ASM
 #undef TC_ATOM_RED
 #undef TC_RED
 #undef TC_ATOM
