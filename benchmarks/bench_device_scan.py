@@ -203,8 +203,8 @@ def main() -> None:
     sizes = [int(v) for v in script_option("--sizes", SIZES)]
     scans = script_option("--scans", ["incl", "excl"])
     user_sweep, excl_sweep = script_flag("--user-sweep"), script_flag("--excl-sweep")
-    out = parse_out()
     dtypes = [np.dtype(v) for v in script_option("--dtypes", DTYPES)]
+    out = parse_out()
     sweep = "--sweep" in sys.argv
     copy = copy_bandwidth_gbs()
     rows, records, header = [], [], []

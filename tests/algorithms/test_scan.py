@@ -384,11 +384,13 @@ def test_policy_tables_and_overrides():
     half = select_scan_policy(90, {**key, "value_size": 2})     # float16 in, float32 sums
     assert (half.block_threads, half.items_per_thread, half.load_ahead, half.group_tiles) == \
         (256, 32, 1, 256)
-    f64 = select_scan_policy(90, {**key, "value_size": 8, "accum": "float64"})
-    assert (f64.block_threads, f64.items_per_thread, f64.load_ahead, f64.group_tiles) == \
-        (128, 32, 1, 256)
-    assert f64.one_launch_items_per_thread == 8                 # as every 8-byte value's
-    i64 = select_scan_policy(90, {**key, "value_size": 8, "accum": "int64"})   # not loading ahead
+    for accum in ("float64", "int64", "uint64"):                 # the 8-byte sums' row
+        w = select_scan_policy(90, {**key, "value_size": 8, "accum": accum})
+        assert (w.block_threads, w.items_per_thread, w.load_ahead, w.group_tiles) == \
+            (256, 16, 1, 256)
+        assert (w.mode, w.exact_mode, w.split_status) == (3, 3, 1)
+        assert w.one_launch_items_per_thread == 8               # as every 8-byte value's
+    i64 = select_scan_policy(90, {**key, "value_size": 8, "accum": "int64", "op": "min"})
     assert (i64.block_threads, i64.items_per_thread, i64.load_ahead) == (512, 16, 0)
     assert "sm_80.yaml" in select_scan_policy(86, key).source
     assert select_scan_policy(70, key).source == "built-in"
@@ -1129,17 +1131,22 @@ def test_split_status_groups_of_every_group_word():
 
 
 def test_split_status_policy_field():
-    """split_status is 0 or 1, validated as the other fields, 0 in every shipped table
-    (until measured on a GPU), and applies to 8-byte accumulators in modes 2-4 only:
-    4-byte values stay packed, mode 0 keeps its values in vals."""
+    """split_status is 0 or 1, validated as the other fields, 1 for the 8-byte sums of
+    sm_90 and newer (measured there), 0 elsewhere (sm_70/sm_80: not measured; 4-byte
+    sums: packed), and applies to 8-byte accumulators in modes 2-4 only: 4-byte values
+    stay packed, mode 0 keeps its values in vals."""
     from tilecore.algorithms import scan_plan as SC
     from tilecore.dispatch.scan_policy import select_scan_policy
     from tilecore.dispatch.target import interpreter_target
     from tilecore.language import dtypes as D
     from tilecore.tunings import TuningError
     for cc in (70, 80, 90, 120):
-        for accum, size in (("float64", 8), ("int64", 8), ("float32", 4)):
+        for accum, size in (("float64", 8), ("int64", 8), ("uint64", 8), ("float32", 4)):
             key = dict(value_size=size, accum=accum, op="add", offset_size=4, by_key=False)
+            want = int(cc >= 90 and size == 8)
+            assert select_scan_policy(cc, key).split_status == want, (cc, accum)
+        for op in ("min", "user"):
+            key = dict(value_size=8, accum="int64", op=op, offset_size=4, by_key=False)
             assert select_scan_policy(cc, key).split_status == 0
     with pytest.raises(TuningError, match="field 'split_status': expected a value in 0..1, got 2"):
         with override_policy("scan", split_status=2):

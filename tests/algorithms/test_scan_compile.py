@@ -200,7 +200,7 @@ def test_load_ahead_compiles(monkeypatch, case, tiles):
     it the shipped int32 sum tile, 512 x 64, spills, as do min/max at 512 x 32
     and 64 items a thread of int64 or by key.)"""
     monkeypatch.setenv("TILECORE_ARCH", "sm_90")
-    with override_policy("scan", load_ahead=1, small_items=0, **AHEAD_TILES[tiles]):
+    with override_policy("scan", load_ahead=1, small_items=0, exact_mode=2, **AHEAD_TILES[tiles]):
         calls = captured(monkeypatch, *CASES[case]())
     kernel, args = calls[-1]
     assert kernel.pyfunc.__name__ == "scan_lookback" and args[-1] is True      # PIPE

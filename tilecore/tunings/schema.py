@@ -300,10 +300,9 @@ SCAN = AlgorithmSchema(
               "its status word and a second word, each 32 bits of it beside the flags, both "
               "stored and read relaxed (no fence; a reader waits for the two to carry the "
               "same flags); 0: the value in vals, published by a release store of the word "
-              "and read after an acquire (not tuned until measured on a GPU)",
+              "and read after an acquire",
               applies=lambda key, p: (key["accum"] in _WIDE_NAMES
-                                      and _scan_mode(key, p) in (2, 3, 4)),
-              tuned=False),
+                                      and _scan_mode(key, p) in (2, 3, 4))),
         Param("one_launch_max_items", 0, 1 << 24, False,
               "inputs of at most this many items (not by key, not in place) run in one "
               "launch, each block folding the items before its tile itself, instead of a "
