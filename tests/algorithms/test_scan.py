@@ -384,10 +384,10 @@ def test_policy_tables_and_overrides():
     half = select_scan_policy(90, {**key, "value_size": 2})     # float16 in, float32 sums
     assert (half.block_threads, half.items_per_thread, half.load_ahead, half.group_tiles) == \
         (256, 32, 1, 256)
-    for accum in ("float64", "int64", "uint64"):                 # the 8-byte sums' row
-        w = select_scan_policy(90, {**key, "value_size": 8, "accum": accum})
-        assert (w.block_threads, w.items_per_thread, w.load_ahead, w.group_tiles) == \
-            (256, 16, 1, 256)
+    for accum, tile in (("float64", (64, 32)), ("int64", (128, 16)), ("uint64", (128, 16))):
+        w = select_scan_policy(90, {**key, "value_size": 8, "accum": accum})   # 8-byte sums
+        assert (w.block_threads, w.items_per_thread) == tile
+        assert (w.load_ahead, w.group_tiles, w.blocks_per_sm) == (1, 256, 4)
         assert (w.mode, w.exact_mode, w.split_status) == (3, 3, 1)
         assert w.one_launch_items_per_thread == 8               # as every 8-byte value's
     i64 = select_scan_policy(90, {**key, "value_size": 8, "accum": "int64", "op": "min"})
