@@ -180,12 +180,18 @@ def publish_prefix(status, vals, P, t, excl, a_head, agg, KIND, OP, ACC, BY_KEY,
     return one, one, excl
 
 
-@ct.kernel
-def scan_init(counter, status, TILE: ct.Constant[int]):
-    """Clear the ticket counter and every tile's status word before a scan."""
+@ct.function
+def clear_words(counter, status, TILE):
+    """This block's TILE status words cleared (and the counter, by block 0)."""
     ct.store(status, (ct.bid(0),), ct.zeros((TILE,), ct.int64))
     if ct.bid(0) == 0:
         ct.store(counter, (0,), ct.zeros((1,), counter.dtype))
+
+
+@ct.kernel
+def scan_init(counter, status, TILE: ct.Constant[int]):
+    """Clear the ticket counter and every tile's status word before a scan."""
+    clear_words(counter, status, TILE)
 
 
 @ct.kernel
@@ -193,7 +199,5 @@ def scan_init_split(counter, status, vals, TILE: ct.Constant[int]):
     """scan_init, and the second words of split 8-byte values (PACKED 2) too: a
     stale second word must not carry the flags its word will get (the grid
     covers the longer array; the other's tiles past its end store nothing)."""
-    ct.store(status, (ct.bid(0),), ct.zeros((TILE,), ct.int64))
     ct.store(vals, (ct.bid(0),), ct.zeros((TILE,), ct.int64))
-    if ct.bid(0) == 0:
-        ct.store(counter, (0,), ct.zeros((1,), counter.dtype))
+    clear_words(counter, status, TILE)
