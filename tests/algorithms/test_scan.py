@@ -19,7 +19,7 @@ import pytest
 import tilecore as ct
 from tilecore.algorithms import DeviceScan as S, cumsum, scan_kernels as K
 from tilecore.algorithms.scan_lookback import checked_window
-from tilecore.algorithms.scan_status import PREFIX, READY, join_split, ready_bits
+from tilecore.algorithms.scan_status import PREFIX, READY, join_split, publish_at, ready_bits
 from tilecore.dispatch import override_policy
 from algo_helpers import run_keys
 
@@ -331,7 +331,8 @@ CUB_TEMP_2_27 = {2: 140543, 4: 350463, 8: 799999}
 def test_shipped_rows_take_no_more_temp_storage_than_cub(monkeypatch, arch, dtype):
     """Inclusive and exclusive sums of 2^27 items with the shipped policies: the
     size query's bytes against CUB's for the same call (an 8-byte sum on 2048-item
-    tiles needed 1057280 bytes here, hence 4096-item tiles)."""
+    tiles needed 1057280 bytes here with 16 bytes of split status a tile, 793088 with
+    12)."""
     monkeypatch.setenv("TILECORE_ARCH", arch)              # the interpreter takes arch's policy
     n = 1 << 27
     x = np.broadcast_to(np.zeros(1, dtype), (n,))
@@ -403,10 +404,10 @@ def test_policy_tables_and_overrides():
     half = select_scan_policy(90, {**key, "value_size": 2})     # float16 in, float32 sums
     assert (half.block_threads, half.items_per_thread, half.load_ahead, half.group_tiles) == \
         (256, 32, 1, 256)
-    for accum in ("float64", "int64", "uint64"):                 # the 8-byte sums' row
-        w = select_scan_policy(90, {**key, "value_size": 8, "accum": accum})
-        assert (w.block_threads, w.items_per_thread) == (256, 16)
-        assert (w.load_ahead, w.group_tiles, w.blocks_per_sm) == (1, 256, 2)
+    for accum, shape in (("float64", (64, 32)), ("int64", (128, 16)), ("uint64", (128, 16))):
+        w = select_scan_policy(90, {**key, "value_size": 8, "accum": accum})  # 8-byte sums
+        assert (w.block_threads, w.items_per_thread) == shape
+        assert (w.load_ahead, w.group_tiles, w.blocks_per_sm) == (1, 256, 4)
         assert (w.mode, w.exact_mode, w.split_status) == (3, 3, 1)
         assert w.one_launch_items_per_thread == 8               # as every 8-byte value's
     i64 = select_scan_policy(90, {**key, "value_size": 8, "accum": "int64", "op": "min"})
@@ -1060,38 +1061,50 @@ def test_split_status_words_need_no_fence(monkeypatch, mode):
 
 
 @ct.kernel
-def split_words(values, flags, hi, joined, ready):
-    """publish_at's split halves of `values` (with `flags`), their join back, and
-    ready_bits of those words against `hi` (a second word per lane)."""
-    v = ct.load(values, (0,), (8,))
-    bits = ct.bitcast(v, ct.int64)
-    f = ct.load(flags, (0,), (8,))
-    lo = (f << 32) | (bits & 0xFFFFFFFF)
-    high = (f << 32) | ((bits >> 32) & 0xFFFFFFFF)
-    ct.store(joined, (0,), join_split(lo, high, values.dtype))
-    ct.store(ready, (0,), ready_bits(lo, ct.load(hi, (0,), (8,)), 2))
+def split_publish(values, flags, status, vals):
+    """publish_at's split words (PACKED 2) of `values` with `flags`, lane by lane."""
+    publish_at(status, 0, vals, 0, ct.load(flags, (0,), (8,)), ct.load(values, (0,), (8,)),
+               values.dtype, 2)
+
+
+@ct.kernel
+def split_join(status, vals, joined, ready):
+    """The split words joined back (join_split) and ready_bits of each word."""
+    words = ct.load(status, (0,), (8,))
+    hi = ct.load(vals, (0,), (8,))
+    ct.store(joined, (0,), join_split(words, hi, joined.dtype))
+    ct.store(ready, (0,), ready_bits(words, hi, 2))
 
 
 def test_split_words_round_trip_every_bit():
-    """An 8-byte value split into two words and joined again is the same bits (int64 and
-    uint64 extremes, float64 -0.0, infinities, a NaN with a payload, the smallest
-    denormal); a word counts as published only while its second word carries the same
-    flags (not when stale: 0, or another state's), and an unpublished one never."""
+    """An 8-byte value published split (publish_at) is laid out as scan_status documents
+    (the word: value bits 0-31, flags in bits 32-35, value bits 32-59 above them; the
+    int32 second word: the flags in bits 4-7 and the value's top 4 bits) and joins back to
+    the same bits (int64 and uint64 extremes, float64 -0.0, infinities, a NaN with a
+    payload, the smallest denormal); a word counts as published only while its second
+    word carries the same flags (not when stale: 0, or another state's), and an
+    unpublished one never."""
     ints = np.array([0, -1, 1, np.iinfo(np.int64).min, np.iinfo(np.int64).max, 1 << 32,
                      -(1 << 32), 0x7FFFFFFF80000000], np.int64)
     floats = np.array([-0.0, np.inf, -np.inf, 5e-324, -2.5, 1e308, 0.0, 0.0], np.float64)
     floats[7] = np.frombuffer(np.uint64(0x7FF8000000000ABC).tobytes(), np.float64)[0]
     flags = np.full(8, READY, np.int64)
+    flags[1] |= PREFIX
     flags[6] = 0                                          # lane 6 not published
     for values in (ints, ints.view(np.uint64), floats):
-        joined = np.zeros_like(values)
-        ready = np.zeros(8, np.int64)
-        hi = (flags << 32) | ((values.view(np.int64) >> 32) & 0xFFFFFFFF)
-        hi[3] = 0                                         # not yet visible (cleared)
-        hi[5] |= np.int64(PREFIX) << 32                   # another state's flags
-        ct.launch(None, (1,), split_words, (values, flags, hi, joined, ready))
-        np.testing.assert_array_equal(joined[[0, 1, 2, 4, 7]].view(np.int64),
-                                      values[[0, 1, 2, 4, 7]].view(np.int64))
+        bits = values.view(np.uint64).astype(object)
+        status, vals = np.zeros(8, np.int64), np.zeros(8, np.int32)
+        ct.launch(None, (1,), split_publish, (values, flags, status, vals))
+        want_word = [((b >> 32 & 0xFFFFFFF) << 36) | (int(f) << 32) | (b & 0xFFFFFFFF)
+                     for b, f in zip(bits, flags)]
+        assert status.view(np.uint64).tolist() == want_word
+        assert vals.tolist() == [(int(f) << 4) | (b >> 60) for b, f in zip(bits, flags)]
+        vals[3] = 0                                       # not yet visible (cleared)
+        vals[5] |= PREFIX << 4                            # another state's flags
+        joined, ready = np.zeros_like(values), np.zeros(8, np.int64)
+        ct.launch(None, (1,), split_join, (status, vals, joined, ready))
+        np.testing.assert_array_equal(joined[[0, 1, 2, 4, 6, 7]].view(np.int64),
+                                      values[[0, 1, 2, 4, 6, 7]].view(np.int64))
         np.testing.assert_array_equal(ready, [1, 1, 1, 0, 1, 0, 0, 1])
 
 
@@ -1109,16 +1122,16 @@ def test_checked_window_reads_a_lagging_lane_again():
     the word is a prefix) loses READY and keeps its other bits; a matching one and an
     unpublished one are left as they are."""
     f = np.array([READY, READY | PREFIX, READY, 0], np.int64)
-    words = (f << 32) | np.array([5, 6, 7, 8], np.int64)
-    vals = np.zeros(8, np.int64)
-    vals[:4] = (np.array([READY, READY, 0, 0], np.int64) << 32) | 9    # aggregates' words
-    vals[4:] = (np.array([0, 0, 0, 0], np.int64) << 32) | 3             # prefixes': none yet
-    out, hi = np.zeros(4, np.int64), np.zeros(4, np.int64)
+    words = (np.array([3, 0x7FFFFFF, 1, 0], np.int64) << 36) | (f << 32) | [5, 6, 7, 8]
+    vals = np.zeros(8, np.int32)
+    vals[:4] = (np.array([READY, READY, 0, 0], np.int32) << 4) | 9     # aggregates' words
+    vals[4:] = (np.array([0, 0, 0, 0], np.int32) << 4) | 3              # prefixes': none yet
+    out, hi = np.zeros(4, np.int64), np.zeros(4, np.int32)
     ct.launch(None, (1,), checked_words, (words, vals, out, hi))
     np.testing.assert_array_equal(hi, [vals[0], vals[5], vals[2], vals[3]])
     np.testing.assert_array_equal(out, [words[0], words[1] & ~(READY << 32),
                                         words[2] & ~(READY << 32), words[3]])
-    vals[5] = ((READY | PREFIX) << 32) | 3                               # the prefix's arrives
+    vals[5] = ((READY | PREFIX) << 4) | 3                                # the prefix's arrives
     ct.launch(None, (1,), checked_words, (words, vals, out, hi))
     np.testing.assert_array_equal(out[:2], words[:2])
 

@@ -147,8 +147,8 @@ class _Plan:
             layout.slot(0).alias(D.int64, words)
             if self.packed == 1:
                 layout.slot(1).alias(self.acc, 1)
-            else:           # split: the second words (int64); else the values themselves
-                layout.slot(1).alias(D.int64 if self.packed == 2 else self.acc, values)
+            else:           # split: the second words (int32); else the values themselves
+                layout.slot(1).alias(D.int32 if self.packed == 2 else self.acc, values)
             # load_ahead (modes 2 and 3, several tiles): about the resident blocks, each taking
             # tiles until its ticket runs past them (one ticket past them a block, so
             # the counter ends at tiles + grid)

@@ -9,13 +9,15 @@ relaxed load or atomic (PACKED 1). Wider values go to `vals` (modes 2 and 4
 keep aggregates and prefixes in separate halves of it, since a word goes from
 aggregate to prefix), either (PACKED 0) with plain stores published by a
 release store of the word and read after an acquire, or (PACKED 2, modes 2-4:
-the policy's split_status) split: the word holds the value's low 32 bits,
-vals (int64, cleared with the words) the same flags beside its high 32 bits,
-both stored relaxed, the second first. A reader loads both and counts a word
-ready only once its second word carries the same flags (ready_bits, in every
-readiness check): each word is one atomic access and each (state, word) is
-written once a scan, so equal flags mean the same publication. No fence on
-either side.
+the policy's split_status) split: the word holds the flags in bits 32-35 and
+the value's bits 0-31 and 32-59 around them (bits 0-31 and 36-63), the second
+word (int32 in vals, cleared with the words) the same flags in its bits 4-7
+and the value's top 4 bits, both stored relaxed, the second first. A reader
+loads both and counts a word ready only once its second word carries the same
+flags (ready_bits, in every readiness check): each word is one atomic access
+and each (state, word) is written once a scan, so equal flags mean the same
+publication. No fence on either side; 12 bytes a tile (mode 3's aggregates),
+so that 8-byte scans on small tiles keep their temporary storage within CUB's.
 """
 from __future__ import annotations
 
@@ -92,10 +94,10 @@ def publish_at(status, s_idx, vals, v_idx, flags, v, ACC, PACKED):
                  memory_scope=MS.DEVICE)
     elif PACKED == 2:
         bits = ct.bitcast(v, ct.int64)
-        ct.store(vals, (v_idx,), (flags << 32) | ((bits >> 32) & 0xFFFFFFFF),
+        ct.store(vals, (v_idx,), ct.astype((flags << 4) | ((bits >> 60) & 0xF), ct.int32),
                  memory_order=MO.RELAXED, memory_scope=MS.DEVICE)
-        ct.store(status, (s_idx,), (flags << 32) | (bits & 0xFFFFFFFF), memory_order=MO.RELAXED,
-                 memory_scope=MS.DEVICE)
+        ct.store(status, (s_idx,), (((bits >> 32) & 0xFFFFFFF) << 36) | (flags << 32)
+                 | (bits & 0xFFFFFFFF), memory_order=MO.RELAXED, memory_scope=MS.DEVICE)
     else:
         ct.store(vals, (v_idx,), v)
         ct.store(status, (s_idx,), flags << 32, memory_order=MO.RELEASE, memory_scope=MS.DEVICE)
@@ -128,15 +130,18 @@ def ready_bits(words, hi, PACKED):
     second word `hi` carrying the same flags (stored relaxed, it may show after
     the word; a lane whose second word lags is read again as one not yet ready)."""
     if PACKED == 2:
-        return ct.where((hi >> 32) == (words >> 32), (words >> 32) & READY, 0)
+        return ct.where(ct.astype((hi >> 4) & 0xF, ct.int64) == ((words >> 32) & 0xF),
+                        (words >> 32) & READY, 0)
     else:
         return (words >> 32) & READY
 
 
 @ct.function
 def join_split(words, hi, ACC):
-    """The 8-byte values of split status words: high bits from the second words."""
-    return ct.bitcast(((hi & 0xFFFFFFFF) << 32) | (words & 0xFFFFFFFF), ACC)
+    """The 8-byte values of split status words (publish_at's layout): the top 4
+    bits from the second words."""
+    return ct.bitcast((ct.astype(hi & 0xF, ct.int64) << 60) | (((words >> 36) & 0xFFFFFFF) << 32)
+                      | (words & 0xFFFFFFFF), ACC)
 
 
 @ct.function
@@ -199,5 +204,5 @@ def scan_init_split(counter, status, vals, TILE: ct.Constant[int]):
     """scan_init, and the second words of split 8-byte values (PACKED 2) too: a
     stale second word must not carry the flags its word will get (the grid
     covers the longer array; the other's tiles past its end store nothing)."""
-    ct.store(vals, (ct.bid(0),), ct.zeros((TILE,), ct.int64))
+    ct.store(vals, (ct.bid(0),), ct.zeros((TILE,), vals.dtype))
     clear_words(counter, status, TILE)
