@@ -21,6 +21,7 @@ from tilecore.algorithms import DeviceScan as S, cumsum, scan_kernels as K
 from tilecore.algorithms.scan_lookback import checked_window
 from tilecore.algorithms.scan_status import PREFIX, READY, join_split, publish_at, ready_bits
 from tilecore.dispatch import override_policy
+from tilecore.tune.temp_budget import CUB_TEMP_BYTES
 from algo_helpers import run_keys
 
 TILE = 64
@@ -321,9 +322,9 @@ def test_temp_storage_size_is_stable_and_small():
     assert nbytes == S.inclusive_sum(None, x, np.zeros_like(x), x.size) <= 4 * 256 + 8 * 1024
 
 
-# CUB's temporary storage for the same sums at 2^27 items (cuda.compute, H200,
-# benchmarks/RESULTS.md, twenty-fifth session), by item size: issue 15 asks for no more.
-CUB_TEMP_2_27 = {2: 140543, 4: 350463, 8: 799999}
+# CUB's temporary storage for the same sums at 2^27 items, by item size (the tuner's budget:
+# issue 15 asks for no more)
+CUB_TEMP_2_27 = CUB_TEMP_BYTES["scan"]
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
@@ -404,9 +405,9 @@ def test_policy_tables_and_overrides():
     half = select_scan_policy(90, {**key, "value_size": 2})     # float16 in, float32 sums
     assert (half.block_threads, half.items_per_thread, half.load_ahead, half.group_tiles) == \
         (256, 32, 1, 256)
-    for accum, shape in (("float64", (64, 32)), ("int64", (128, 16)), ("uint64", (128, 16))):
-        w = select_scan_policy(90, {**key, "value_size": 8, "accum": accum})  # 8-byte sums
-        assert (w.block_threads, w.items_per_thread) == shape
+    for accum in ("float64", "int64", "uint64"):                 # the 8-byte sums' row
+        w = select_scan_policy(90, {**key, "value_size": 8, "accum": accum})
+        assert (w.block_threads, w.items_per_thread, w.exclusive_inverse) == (64, 32, 1)
         assert (w.load_ahead, w.group_tiles, w.blocks_per_sm) == (1, 256, 4)
         assert (w.mode, w.exact_mode, w.split_status) == (3, 3, 1)
         assert w.one_launch_items_per_thread == 8               # as every 8-byte value's
@@ -415,7 +416,7 @@ def test_policy_tables_and_overrides():
     assert "sm_80.yaml" in select_scan_policy(86, key).source
     assert select_scan_policy(70, key).source == "built-in"
     user = select_scan_policy(120, {**key, "op": "user"})        # sm_90's float32 user row
-    assert (user.block_threads, user.items_per_thread, user.load_ahead) == (128, 64, 1)
+    assert (user.block_threads, user.items_per_thread, user.load_ahead) == (128, 32, 1)
     with pytest.raises(TuningError, match="'mode': expected a value in 0..4, got 5"):
         with override_policy("scan", mode=5):
             pass

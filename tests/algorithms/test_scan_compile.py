@@ -113,12 +113,13 @@ def test_one_launch_kernels_compile(monkeypatch, case):
 def test_exclusive_user_scan_keeps_the_inclusive_tile(monkeypatch, dtype, n):
     """An exclusive user scan runs from unshifted tiles (ct.scan(exclusive=True):
     no (ok, value) pairs) on the user row's tile, the inclusive scan's (sm_90:
-    128 x 64), and does not spill; reduce-then-scan, whose tiles are shifted,
-    still takes at most 32 items a thread (256 x 32). Contiguous arrays (never
+    int32 128 x 64, float32 128 x 32), and does not spill; reduce-then-scan, whose tiles are shifted,
+    still takes at most 32 items a thread (int32: 256 x 32; float32's row has 32). Contiguous arrays (never
     touched: nothing runs), the kernels a GPU runs: broadcast views, stride 0,
     build other kernels (float32's at 2**24 spills 8 bytes there, NVRTC 13.5)."""
     monkeypatch.setenv("TILECORE_ARCH", "sm_90")
     x, y = np.zeros(n, dtype), np.zeros(n, dtype)
+    tile = 128 * (64 if dtype == np.int32 else 32)
     tiles = {}
     for name, method, extra in (("incl", S.inclusive_scan, ()),
                                 ("excl", S.exclusive_scan, (dtype(0),))):
@@ -127,14 +128,15 @@ def test_exclusive_user_scan_keeps_the_inclusive_tile(monkeypatch, dtype, n):
         ck = ct.compile(kernel, args, arch="sm_90")
         tiles[name] = (args[9], ck.block_threads)
         assert ck.stack_bytes == 0, name
-        assert name == "incl" or "tc::tile_scan<128, 8192, 4, 8192, false, true, true>(" \
+        assert name == "incl" or f"tc::tile_scan<128, {tile}, 4, {tile}, false, true, true>(" \
             in ck.source
-    assert tiles == {"incl": (128 * 64, 128), "excl": (128 * 64, 128)}
+    assert tiles == {"incl": (tile, 128), "excl": (tile, 128)}
     with override_policy("scan", mode=1, exact_mode=1):
         calls = captured(monkeypatch, S.exclusive_scan, x, y, add, dtype(0), n)
     (partials, a_p), (downsweep, a_d) = calls
+    shifted = 256 * 32 if dtype == np.int32 else 128 * 32
     assert (partials.pyfunc.__name__, a_p[6], downsweep.pyfunc.__name__, a_d[7]) == \
-        ("scan_partials", 256 * 32, "scan_downsweep", 256 * 32)
+        ("scan_partials", shifted, "scan_downsweep", shifted)
 
 
 @pytest.mark.interpreter_only

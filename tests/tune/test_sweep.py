@@ -387,6 +387,23 @@ def test_case_bench_fails_a_wrong_result_before_timing_it(monkeypatch):
         assert run.check().startswith("wrong result at 2^10")
 
 
+@pytest.mark.parametrize("dtype", ["float64", "int64"])
+def test_case_bench_fails_a_policy_over_its_temp_storage_budget(dtype):
+    """An 8-byte scan on 1024-item tiles asks for more temporary storage at 2^27 items
+    than CUB's 799999 bytes: the candidate fails before it compiles or runs; the
+    shipped 2048-item tiles stay within it."""
+    w = Workload("scan", dtype, "add")
+    bench = S.CaseBench(w, (1 << 10,), timer=ModelTimer())
+    policy = current_policy("scan", 90, w.key)
+    with bench.run(policy) as run:
+        assert run.check() is None
+    small = {**policy, "block_threads": 64, "items_per_thread": 16}
+    with pytest.raises(ValueError, match=r"temporary storage: \d+ bytes at 2\^27 items, more "
+                                         r"than CUB's 799999"):
+        with bench.run(small):
+            pass
+
+
 class SlowPool:
     """A compile pool whose every wait takes `seconds` (and compiles nothing)."""
 

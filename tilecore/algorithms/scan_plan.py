@@ -234,7 +234,7 @@ def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool
         # through its fold: about twice the live values of the inclusive tile a user
         # row is set for (the tuning key does not tell inclusive from exclusive), so at
         # most EXCL_USER_ITEMS items a thread, on the row's tile where EXCL_USER_THREADS
-        # allow (sm_90's float32 128 x 64 row: 256 x 32)
+        # allow (sm_90's int32 128 x 64 row: 256 x 32)
         if (kind == "user" and exclusive and not by_key and not pairs
                 and policy.items_per_thread > EXCL_USER_ITEMS):
             tile = policy.block_threads * policy.items_per_thread

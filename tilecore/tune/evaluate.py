@@ -30,11 +30,13 @@ from dataclasses import dataclass
 from typing import Callable, ContextManager, Iterator, Optional, Protocol, Sequence
 
 from ..dispatch import override_policy
+from ..dispatch.target import device_target, interpreter_target
 from . import measure as M
 from .output import size_text
 from .score import score as weighted_score
 from .score import weights as size_weights
 from .strategies import Evaluation
+from .temp_budget import temp_budget_problem
 from .space import SearchSpace
 from .workloads import Case, Side, Workload
 
@@ -98,7 +100,8 @@ MakeBench = Callable[[Workload, Sequence[int]], Bench]
 
 class CaseBench:
     """The real measurement: workloads.Case per (size, segment distribution)
-    on GPU `device` (None: NumPy arrays in the interpreter), timed by `timer`
+    on GPU `device` (None: NumPy arrays in the interpreter), of policies within
+    their temporary-storage budget (temp_budget.py), timed by `timer`
     (default: GpuTimer on the cases' stream; HostTimer in the interpreter).
     `pool`: a compile_pool.CompilePool compiling each candidate's kernels
     before it runs (and prefetched ones while the GPU times others); a compile
@@ -114,6 +117,7 @@ class CaseBench:
         if timer is None:
             timer = M.HostTimer() if device is None else M.GpuTimer(side.stream, device=device)
         self.timer = timer
+        self.target = interpreter_target() if device is None else device_target(device)
         self._pool = pool
         self._compile_timeout_s = compile_timeout_s
         self.compile_wait_s = 0.0     # time run() and pick() waited for the pool's compiles
@@ -138,6 +142,10 @@ class CaseBench:
 
     @contextlib.contextmanager
     def run(self, policy: dict) -> Iterator[BenchRun]:
+        with override_policy(self.workload.algorithm, **policy):
+            problem = temp_budget_problem(self.workload, self.target)
+        if problem:
+            raise ValueError(problem)
         if self._pool is not None:
             t0 = time.monotonic()
             try:
