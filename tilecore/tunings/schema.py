@@ -297,7 +297,8 @@ SCAN = AlgorithmSchema(
               applies=lambda key, p: p["small_items"] > 0),
         Param("split_status", 0, 1, False,
               "modes 2, 3 and 4 with 8-byte accumulators: 1: each published value split over "
-              "its status word and a second word, each 32 bits of it beside the flags, both "
+              "its status word (60 bits of it beside the flags) and an int32 second word (the "
+              "other 4 beside the same flags), both "
               "stored and read relaxed (no fence; a reader waits for the two to carry the "
               "same flags); 0: the value in vals, published by a release store of the word "
               "and read after an acquire",
