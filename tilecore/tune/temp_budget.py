@@ -9,8 +9,9 @@ and item sizes without a measurement have no budget.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
+from ..algorithms.scan import inclusive_temp_bytes
 from ..dispatch.target import Target
 from .workloads import Workload
 
@@ -21,14 +22,22 @@ BUDGET_ITEMS = 1 << 27
 CUB_TEMP_BYTES: dict[str, dict[int, int]] = {"scan": {2: 140543, 4: 350463, 8: 799999}}
 
 
+def _scan_bytes(workload: Workload, target: Target) -> int:
+    # the tuned calls (exclusive_sum, inclusive_scan) ask for what inclusive_scan does
+    return inclusive_temp_bytes(target, workload.in_dtype, workload.op, BUDGET_ITEMS)[0]
+
+
+# each budgeted algorithm's size query at BUDGET_ITEMS items under the policy in force
+_SIZE_QUERIES: dict[str, Callable[[Workload, Target], int]] = {"scan": _scan_bytes}
+
+
 def temp_budget_problem(workload: Workload, target: Target) -> Optional[str]:
     """None when the policy in force (call inside override_policy) asks for no
     more temporary storage at BUDGET_ITEMS items than CUB, else what it asks."""
     budget = CUB_TEMP_BYTES.get(workload.algorithm, {}).get(workload.in_dtype.itemsize)
     if budget is None:
         return None
-    from ..algorithms.scan import inclusive_temp_bytes
-    nbytes, _ = inclusive_temp_bytes(target, workload.in_dtype, workload.op, BUDGET_ITEMS)
+    nbytes = _SIZE_QUERIES[workload.algorithm](workload, target)
     if nbytes <= budget:
         return None
     return (f"temporary storage: {nbytes} bytes at 2^27 items, more than CUB's {budget} "
