@@ -22,6 +22,7 @@ reusable object alike, the graph replayed back to back between two events.
 """
 from __future__ import annotations
 
+import statistics
 import time
 
 import cupy as cp
@@ -30,8 +31,6 @@ import torch
 
 import tilecore.algorithms as A
 from tilecore.algorithms import DeviceReduce as R
-import statistics
-
 from common import buffer_sets, copy_bandwidth_gbs, device_info, parse_out, print_table, \
     script_flag, steady_ms, write_json
 
@@ -67,7 +66,8 @@ def make(dtype_name: str, n: int):
 
 
 def cub_reducer(x, out, n, dtype):
-    """cuda.compute's reusable reduce object and its temporary storage."""
+    """cuda.compute's reusable reduce object and its temporary storage, as a call
+    taking an optional stream."""
     if cc is None:
         return None
     h_init = np.zeros(1, dtype)
@@ -75,8 +75,8 @@ def cub_reducer(x, out, n, dtype):
     nbytes = reducer(temp_storage=None, d_in=x, d_out=out, num_items=n, op=OpKind.PLUS,
                      h_init=h_init)
     temp = cp.empty(max(1, nbytes), cp.uint8)
-    return lambda x=x: reducer(temp_storage=temp, d_in=x, d_out=out, num_items=n,
-                               op=OpKind.PLUS, h_init=h_init)
+    return lambda x=x, stream=None: reducer(temp_storage=temp, d_in=x, d_out=out, num_items=n,
+                                            op=OpKind.PLUS, h_init=h_init, stream=stream)
 
 
 def check(x_t, out, dtype_name):
@@ -226,16 +226,7 @@ def graph_sums(records) -> list:
             calls = {"tilecore": [lambda s, x=x, o=o: R.sum(temp, x, o, n, s)
                                   for x, o in zip(sets, outs)]}
             if cc is not None:
-                h_init = np.zeros(1, dt)
-                reducer = cc.make_reduce_into(d_in=sets[0], d_out=outs[0], op=OpKind.PLUS,
-                                              h_init=h_init)
-                cub_temp = cp.empty(max(1, reducer(temp_storage=None, d_in=sets[0],
-                                                   d_out=outs[0], num_items=n,
-                                                   op=OpKind.PLUS, h_init=h_init)), cp.uint8)
-                calls["cub"] = [lambda s, x=x, o=o: reducer(temp_storage=cub_temp, d_in=x,
-                                                            d_out=o, num_items=n,
-                                                            op=OpKind.PLUS, h_init=h_init,
-                                                            stream=s)
+                calls["cub"] = [lambda s, f=cub_reducer(x, o, n, dt): f(stream=s)
                                 for x, o in zip(sets, outs)]
             gbs = {}
             for k, v in calls.items():

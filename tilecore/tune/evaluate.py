@@ -142,20 +142,21 @@ class CaseBench:
 
     @contextlib.contextmanager
     def run(self, policy: dict) -> Iterator[BenchRun]:
+        # one override for the candidate (entering one rebuilds the host plans); the
+        # pool compiles in its own processes, from the policy it is given
         with override_policy(self.workload.algorithm, **policy):
             problem = temp_budget_problem(self.workload, self.target)
-        if problem:
-            raise ValueError(problem)
-        if self._pool is not None:
-            t0 = time.monotonic()
-            try:
-                results = self._pool.wait(self._jobs(policy), self._compile_timeout_s)
-            finally:
-                self.compile_wait_s += time.monotonic() - t0
-            for r in results:
-                if r.error:
-                    raise RuntimeError(f"compile: {r.error}")
-        with override_policy(self.workload.algorithm, **policy):
+            if problem:
+                raise ValueError(problem)
+            if self._pool is not None:
+                t0 = time.monotonic()
+                try:
+                    results = self._pool.wait(self._jobs(policy), self._compile_timeout_s)
+                finally:
+                    self.compile_wait_s += time.monotonic() - t0
+                for r in results:
+                    if r.error:
+                        raise RuntimeError(f"compile: {r.error}")
             yield _CaseRun([c.bind() for c in self._cases], self.timer)
 
     def interleaved(self, policies: dict[str, dict], case: int,
