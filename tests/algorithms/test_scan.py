@@ -9,6 +9,7 @@ launch is also compiled for sm_80 and sm_90 and, on a GPU machine, replayed
 there with its outputs compared bit for bit for integers (the suite's
 conftest). Float data are small integers, so every float sum is exact in any
 order and the replay's comparison of status words is exact too."""
+import inspect
 import operator
 import re
 
@@ -404,7 +405,7 @@ def test_policy_tables_and_overrides():
     for accum in ("float64", "int64", "uint64"):                 # the 8-byte sums' row
         w = select_scan_policy(90, {**key, "value_size": 8, "accum": accum})
         assert (w.block_threads, w.items_per_thread, w.exclusive_inverse) == (64, 32, 1)
-        assert (w.load_ahead, w.group_tiles, w.blocks_per_sm) == (1, 256, 4)
+        assert (w.load_ahead, w.group_tiles, w.group_sqrt, w.blocks_per_sm) == (1, 32, 1, 4)
         assert (w.mode, w.exact_mode, w.split_status) == (3, 3, 1)
         assert w.one_launch_items_per_thread == 8               # as every 8-byte value's
     i64 = select_scan_policy(90, {**key, "value_size": 8, "accum": "int64", "op": "min"})
@@ -578,7 +579,9 @@ def test_exclusive_pairs_on_the_large_tile_only(monkeypatch, n):
     real = ct.launch
 
     def spy(stream, grid, kernel, args):
-        shifted.append(args)
+        names = list(inspect.signature(kernel.pyfunc).parameters)
+        if "SHIFT" in names:            # the single-pass kernels
+            shifted.append(args[names.index("SHIFT")])
         return real(stream, grid, kernel, args)
 
     small = 2 * TILE            # n <= small_items: the small tile (small_block_threads 32)
@@ -594,9 +597,8 @@ def test_exclusive_pairs_on_the_large_tile_only(monkeypatch, n):
     monkeypatch.setattr(ct, "launch", real)
     run(S.exclusive_sum, f, want, n, mode=dict(m, exclusive_pairs=1 if n > small else 0))
     np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
-    # SHIFT (the single-pass kernel's 18th argument): False for the pair scan
-    scans = [a for a in shifted if len(a) > 20]
-    assert scans and all(a[17] is (n <= small) for a in scans)
+    # the single-pass kernel's SHIFT: False for the pair scan
+    assert shifted and all(a is (n <= small) for a in shifted)
 
 
 @pytest.mark.parametrize("mode", [LOOKBACK, AHEAD, GROUPS],
@@ -969,6 +971,104 @@ def test_groups_of_every_group_word():
         y = np.zeros(n, np.float32)
         run(S.exclusive_scan, x, y, user_add, np.float32(0), n, mode=mode)
         np.testing.assert_array_equal(y, exclusive_cumsum(x))
+
+
+# --- mode 3 with groups of about sqrt(tiles) tiles (group_sqrt) ---------------------------------
+def test_groups_for_picks_the_smallest_square_group():
+    """group_sqrt 1: the smallest power of two from group_tiles up whose square
+    covers the tiles, and a tile loads as many groups' words (so every group has
+    a word there), while that group is at most GROUPS tiles; past that, and with
+    group_sqrt 0, group_tiles doubled until the groups fit in GROUPS words."""
+    from tilecore.algorithms.scan_plan import groups_for
+    from tilecore.dispatch.scan_policy import ScanPolicy
+    sqrt = ScanPolicy(block_threads=64, items_per_thread=32, mode=3, blocks_per_sm=4,
+                      group_tiles=32, group_sqrt=1)
+    plain = ScanPolicy(block_threads=64, items_per_thread=32, mode=3, blocks_per_sm=4,
+                       group_tiles=32)
+    assert groups_for(1, sqrt) == (32, 32)
+    assert groups_for(1024, sqrt) == (32, 32)
+    assert groups_for(1025, sqrt) == (64, 64)
+    assert groups_for(8192, sqrt) == (128, 128)        # float64 at 2^24 on 2048-item tiles
+    assert groups_for(65536, sqrt) == (256, K.GROUPS)
+    assert groups_for(65537, sqrt) == (512, K.GROUPS)  # past 256 x 256 tiles: as group_sqrt 0
+    assert groups_for(8192, plain) == (32, K.GROUPS)
+    assert groups_for(8193, plain) == (64, K.GROUPS)
+    for tiles in list(range(1, 300)) + [4095, 4096, 4097, 65535, 65536, 65537, 1 << 20]:
+        for policy in (sqrt, plain):
+            group, lanes = groups_for(tiles, policy)
+            assert -(-tiles // group) <= lanes <= K.GROUPS, (tiles, policy.group_sqrt)
+            assert group >= policy.group_tiles and group & (group - 1) == 0
+
+
+SQRT_GROUPS = dict(GROUPS, group_tiles=2, group_sqrt=1)
+# tiles around squares of powers of two: 4 -> groups of 2, 5 -> 4, 16 -> 4, 17 and 64 -> 8,
+# 65 -> 16 (a partial last tile each)
+SQRT_SIZES = [4 * TILE, 5 * TILE - 3, 16 * TILE - 1, 17 * TILE - 7, 64 * TILE, 65 * TILE - 20]
+
+
+@pytest.mark.float_scratch("status", "vals")   # float aggregates: rounded as each backend folds
+@pytest.mark.parametrize("n", SQRT_SIZES)
+def test_groups_sqrt_sizes(monkeypatch, n):
+    """group_sqrt 1 (each tile waits for its group's words and as many groups' words
+    at once): the kernel gets groups_for's group and lanes; exact float32 and int32
+    sums inclusive and exclusive (exclusive as inclusive minus the item too), random
+    float32 sums bit-identical loading ahead or not and close to float64, full-range
+    int64 on split status words, a non-commutative user operator inclusive and
+    exclusive with init, a float sum by key (the two-fold path on as many lanes), in
+    place; nothing written past num_items."""
+    seen = []
+    real = ct.launch
+
+    def spy(stream, grid, kernel, args):
+        real(stream, grid, kernel, args)
+        if kernel.pyfunc is K.scan_groups.pyfunc:
+            seen.append((args[10], args[11]))       # GROUP, LANES
+    monkeypatch.setattr(ct, "launch", spy)
+    x = small_ints(np.float32, n)
+    run(S.inclusive_sum, x, np.zeros_like(x), n, mode=SQRT_GROUPS)
+    group = 2
+    while group * group < -(-n // TILE):
+        group *= 2
+    assert seen == [(group, group)]
+    i = small_ints(np.int32, n)
+    for mode in (SQRT_GROUPS, dict(SQRT_GROUPS, load_ahead=1)):
+        for method, want in ((S.inclusive_sum, np.cumsum(x)), (S.exclusive_sum, exclusive_cumsum(x))):
+            y = np.full(n + 3, 7, np.float32)
+            run(method, x, y, n, mode=mode)
+            np.testing.assert_array_equal(y[:n], want)
+            np.testing.assert_array_equal(y[n:], 7)
+        for inv in (0, 1):
+            yi = np.zeros_like(i)
+            run(S.exclusive_sum, i, yi, n, mode=dict(mode, exact_mode=3, exclusive_inverse=inv))
+            np.testing.assert_array_equal(yi, exclusive_cumsum(i))
+    r = RNG.standard_normal(n).astype(np.float32)
+    got = []
+    for mode in (SQRT_GROUPS, dict(SQRT_GROUPS, load_ahead=1)):
+        y = np.zeros(n, np.float32)
+        run(S.inclusive_sum, r, y, n, mode=mode)
+        got.append(y)
+    np.testing.assert_array_equal(got[0].view(np.uint32), got[1].view(np.uint32))
+    np.testing.assert_allclose(got[0], np.cumsum(r.astype(np.float64)), rtol=1e-5, atol=1e-3)
+    w = RNG.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, n, dtype=np.int64)
+    u = RNG.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    init = np.uint32((3 << 16) | 5)
+    keys = runs_of(n, 40)
+    for mode in (dict(SQRT_GROUPS, split_status=1), dict(SQRT_GROUPS, split_status=1, load_ahead=1)):
+        yw = np.zeros_like(w)
+        run(S.inclusive_sum, w, yw, n, mode=dict(mode, exact_mode=3))
+        with np.errstate(over="ignore"):
+            np.testing.assert_array_equal(yw, np.cumsum(w))
+        yu = np.zeros_like(u)
+        run(S.inclusive_scan, u, yu, affine, n, mode=mode)
+        np.testing.assert_array_equal(yu, affine_scan_ref(u))
+        run(S.exclusive_scan, u, yu, affine, init, n, mode=mode)
+        np.testing.assert_array_equal(yu, affine_scan_ref(u, init, True))
+        yk = np.zeros_like(x)
+        run(S.inclusive_sum_by_key, keys, x, yk, n, mode=mode)
+        np.testing.assert_array_equal(yk, by_key_ref(keys, x.astype(np.float64), operator.add))
+        z = x.copy()
+        run(S.exclusive_sum, z, z, n, mode=mode)
+        np.testing.assert_array_equal(z, exclusive_cumsum(x))
 
 
 # --- 8-byte values split over two status words (split_status) --------------------------------

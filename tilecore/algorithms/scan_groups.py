@@ -1,7 +1,8 @@
 """The two-level look-back of DeviceScan's mode 3 (scan_kernels.py has the
 design and the kernel): tile t = kG + j's exclusive prefix is fold(Ag(0 .. k-1))
-(+) fold(A[kG .. t-1]), from the GROUPS group words and its group's G status
-words; a group's last tile publishes the group's aggregate Ag(k).
+(+) fold(A[kG .. t-1]), from LANES groups' words (GROUPS, or G) and its
+group's G status words; a group's last tile publishes the group's aggregate
+Ag(k).
 """
 from __future__ import annotations
 
@@ -15,13 +16,13 @@ from .scan_tiles import fold_parts, join, join_ok, local_scan, store_tile
 __all__ = ["GROUPS", "group_values", "publish_group", "groups_prefix_fused", "groups_rest",
            "publish_ahead"]
 
-GROUPS = 256        # mode 3: group words every tile loads (the host widens groups to fit)
+GROUPS = 256        # mode 3: the most groups' words a tile loads (the host widens groups to fit)
 
 
 @ct.function
 def group_values(status, vals, k, words, need, GROUP, ACC, PACKED):
     """Status words [k*GROUP, (k+1)*GROUP) (a group's, or the groups' with k = P //
-    GROUPS), reloaded until the lanes in `need` are published, and their values."""
+    LANES groups'), reloaded until the lanes in `need` are published, and their values."""
     hi = second_words(vals, k, GROUP, words, PACKED)
     while ct.min(ct.where(need, ready_bits(words, hi, PACKED), 1), 0,
                  keepdims=True).item() != 1:
@@ -49,16 +50,16 @@ def publish_group(status, vals, P, k, v, hd, a_head, GROUP, KIND, OP, ID, ACC, B
 def groups_prefix_fused(status, vals, P, t, k, j, words, gwords, a_head, agg, GROUP, ACC, KIND,
                         OP, ID, PACKED, PUBLISH):
     """Tile t's exclusive prefix part in mode 3, not by key, when a group has as
-    many tiles as the group words (GROUP == GROUPS): the group's aggregates
-    before it and the groups' before its group are waited for once (one
-    readiness reduction, not two), then a well-known operator combines them lane
+    many tiles as the groups' words a tile loads (LANES == GROUP, groups_rest):
+    the group's aggregates before it and the groups' before its group are waited
+    for once (one readiness reduction, not two), then a well-known operator combines them lane
     by lane side by side and folds once (a fixed tree over the lanes, so the
     association depends on t alone), a user operator folds each in order as
     (ok, value) pairs and joins the two (carried through one reduction, the two
     folds ran slower: H200 2^27 3664 against 3773 GB/s). With PUBLISH a group's
     last tile first publishes its group's aggregate, which waits only for its
     own group."""
-    lane = ct.arange(GROUPS, dtype=ct.int32)
+    lane = ct.arange(GROUP, dtype=ct.int32)
     need = lane < j
     gneed = lane < k
     if PUBLISH and j == GROUP - 1:
@@ -67,18 +68,18 @@ def groups_prefix_fused(status, vals, P, t, k, j, words, gwords, a_head, agg, GR
                       ct.zeros((GROUP,), ct.int32), a_head, GROUP, KIND, OP, ID, ACC, False,
                       PACKED)
     hi = second_words(vals, k, GROUP, words, PACKED)
-    ghi = second_words(vals, P // GROUPS, GROUPS, gwords, PACKED)
+    ghi = second_words(vals, P // GROUP, GROUP, gwords, PACKED)
     while ct.min(ct.where(need, ready_bits(words, hi, PACKED), 1)
                  & ct.where(gneed, ready_bits(gwords, ghi, PACKED), 1), 0,
                  keepdims=True).item() != 1:
         words = load_words(status, k, GROUP, PACKED)
-        gwords = load_words(status, P // GROUPS, GROUPS, PACKED)
+        gwords = load_words(status, P // GROUP, GROUP, PACKED)
         hi = second_words(vals, k, GROUP, words, PACKED)
-        ghi = second_words(vals, P // GROUPS, GROUPS, gwords, PACKED)
+        ghi = second_words(vals, P // GROUP, GROUP, gwords, PACKED)
     v = word_values(words, hi, vals, k, GROUP, ACC, PACKED)
-    gv = word_values(gwords, ghi, vals, P // GROUPS, GROUPS, ACC, PACKED)
+    gv = word_values(gwords, ghi, vals, P // GROUP, GROUP, ACC, PACKED)
     if KIND == "user":
-        zero = ct.zeros((GROUPS,), ct.int32)
+        zero = ct.zeros((GROUP,), ct.int32)
         g_ok, _, g_val = fold_parts(ct.where(gneed, 1, 0), zero, gv, KIND, OP, ACC, False)
         e_ok, _, e_val = fold_parts(ct.where(need, 1, 0), zero, v, KIND, OP, ACC, False)
         p_ok, p_val = join_ok(g_ok, g_val, e_ok, e_val, KIND, OP, ACC)
@@ -89,28 +90,30 @@ def groups_prefix_fused(status, vals, P, t, k, j, words, gwords, a_head, agg, GR
 
 
 @ct.function
-def groups_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, GROUP, ACC, KIND,
-                OP, ID, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, PACKED, WIDE, SINGLE, OVERLAP,
+def groups_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, GROUP, LANES, ACC,
+                KIND, OP, ID, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, PACKED, WIDE, SINGLE, OVERLAP,
                 PUBLISH):
     """Tile t of mode 3 after its load (and its aggregate's publication): find
     its exclusive prefix fold(Ag(0 .. k-1)) (+) fold(A[kG .. t-1]) and store the
     scanned tile; with PUBLISH a group's last tile publishes Ag(k) on the way
-    (without, its block did when it loaded the tile: scan_ahead)."""
+    (without, its block did when it loaded the tile: scan_ahead). A tile loads
+    LANES groups' words (GROUPS, or GROUP when the host made as many groups as
+    a group has tiles at most: the fused prefix, not by key)."""
     p_ok = ct.zeros((1,), ct.int32)
     p_head = ct.zeros((1,), ct.int32)
     p_val = agg
     k = t // GROUP
     j = t - k * GROUP
     words = ct.zeros((GROUP,), ct.int64)
-    gwords = ct.zeros((GROUPS,), ct.int64)
+    gwords = ct.zeros((LANES,), ct.int64)
     if not SINGLE:
         words = load_words(status, k, GROUP, PACKED)     # in flight while the tile is scanned
     z = u
     if OVERLAP:
         z = local_scan(u, KIND, OP, ID, ACC, EXCL and not SHIFT and not INV)
     if not SINGLE:
-        gwords = load_words(status, P // GROUPS, GROUPS, PACKED)
-        if not BY_KEY and GROUP == GROUPS:
+        gwords = load_words(status, P // LANES, LANES, PACKED)
+        if not BY_KEY and GROUP == LANES:
             p_ok, p_head, p_val = groups_prefix_fused(status, vals, P, t, k, j, words,
                                                       gwords, a_head, agg, GROUP, ACC,
                                                       KIND, OP, ID, PACKED, PUBLISH)
@@ -137,9 +140,9 @@ def groups_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, GRO
             else:
                 e_ok, e_head, e_val = fold_parts(ct.where(need, 1, 0), ct.where(need, hd, 0),
                                                  v, KIND, OP, ACC, BY_KEY)
-            glane = ct.arange(GROUPS, dtype=ct.int32)
+            glane = ct.arange(LANES, dtype=ct.int32)
             gneed = glane < k
-            gwords, gv = group_values(status, vals, P // GROUPS, gwords, gneed, GROUPS, ACC,
+            gwords, gv = group_values(status, vals, P // LANES, gwords, gneed, LANES, ACC,
                                       PACKED)
             if known:
                 g_ok = ct.where(k > 0, ct.full((1,), 1, ct.int32), 0)

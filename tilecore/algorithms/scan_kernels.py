@@ -45,14 +45,16 @@ every association gives the same bits):
 - `scan_groups` (mode 3, any operator): aligned groups of G tiles. Tile
   t = kG + j: exclusive(t) = fold(Ag(0 .. k-1)) (+) fold(A[kG .. t-1]), A the
   tiles' aggregates and Ag the groups' (published by each group's last tile
-  as soon as its group's aggregates are in), from one load of the GROUPS group
+  as soon as its group's aggregates are in), from one load of LANES groups'
   words, one of the group's G status words and two fixed-shape masked
-  reductions (with G == GROUPS both are waited for by one readiness check, and
+  reductions (with LANES == G both are waited for by one readiness check, and
   a well-known operator's two masked tiles are combined lane by lane and
   folded once: groups_prefix_fused). A tile waits
   only for the aggregates before it, as in the decoupled look-back, never for
   another tile's prefix. The host doubles G until the groups fit in GROUPS
-  words. Deterministic: see below.
+  (256) words, LANES = GROUPS; or, with the policy's group_sqrt, takes the
+  smallest G whose square covers the tiles (LANES = G) while that is at most
+  GROUPS. Deterministic: see below.
 - `scan_fenwick` (mode 0, any operator): tile m publishes tree[m], the fold of
   the tiles (m - lowbit(m+1), m] (a Fenwick tree over the tile aggregates): its
   Fenwick children's entries m-1, m-2, m-4, ... (recent tiles) followed by its
@@ -203,9 +205,9 @@ def scan_lookback(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Consta
     # when their tile is not shifted)
     OVERLAP = not BY_KEY and (KIND != "user" or not SHIFT)
     if PIPE and not SINGLE:
-        scan_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, WINDOW, ACC, KIND, OP,
-                   ID, EQ, HAS_EQ, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, IN_PLACE, PACKED, WIDE,
-                   OVERLAP, 2)
+        scan_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, WINDOW, WINDOW, ACC,
+                   KIND, OP, ID, EQ, HAS_EQ, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, IN_PLACE,
+                   PACKED, WIDE, OVERLAP, 2)
     else:
         t, u, hu, h, a_head, agg, w, words, z = lookback_start(
             x, keys, y, n, counter, status, vals, P, TILE, WINDOW, ACC, KIND, OP, ID, EQ,
@@ -278,10 +280,11 @@ def scan_ordered(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constan
 
 
 @ct.function
-def scan_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, SIZE, ACC, KIND, OP, ID, EQ,
-               HAS_EQ, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, IN_PLACE, PACKED, WIDE, OVERLAP, MODE):
+def scan_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, SIZE, LANES, ACC, KIND, OP,
+               ID, EQ, HAS_EQ, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, IN_PLACE, PACKED, WIDE,
+               OVERLAP, MODE):
     """The PIPE of scan_lookback (MODE 2, SIZE: its window) and scan_groups (MODE
-    3, SIZE: its group), as examples/lookback_scan.py: a grid of about the
+    3, SIZE: its group, LANES: the groups' words a tile loads), as examples/lookback_scan.py: a grid of about the
     resident blocks, each taking tiles by ticket until its ticket runs past the
     tiles (each block takes exactly one such ticket, which ends it). A block
     loads its next tile and publishes what that tile publishes (begin_ahead)
@@ -323,9 +326,9 @@ def scan_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, SIZE, ACC, K
                           KIND, OP, ID, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, PACKED, WIDE,
                           OVERLAP)
         else:
-            groups_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, SIZE, ACC,
-                        KIND, OP, ID, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, PACKED, WIDE, False,
-                        OVERLAP, False)
+            groups_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, SIZE,
+                        LANES, ACC, KIND, OP, ID, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, PACKED,
+                        WIDE, False, OVERLAP, False)
         t = t_next
         t_next = t_after
         u = u_next
@@ -367,7 +370,7 @@ def begin_ahead(x, keys, y, n, t, tiles, status, vals, P, u, hu, h, a_head, agg,
 
 @ct.kernel
 def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant[int],
-                GROUP: ct.Constant[int], ACC: ct.Constant, KIND: ct.Constant[str],
+                GROUP: ct.Constant[int], LANES: ct.Constant[int], ACC: ct.Constant, KIND: ct.Constant[str],
                 OP: ct.Constant, ID: ct.Constant, EQ: ct.Constant, HAS_EQ: ct.Constant[bool],
                 SHIFT: ct.Constant[bool], EXCL: ct.Constant[bool], INV: ct.Constant[bool],
                 HAS_INIT: ct.Constant[bool], BY_KEY: ct.Constant[bool],
@@ -378,8 +381,8 @@ def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant
     (vals[t]); the group's last tile publishes the group's aggregate
     Ag(k) = fold(A[kG .. kG+G-1]) in status[P + k] (vals[P + k]) as soon as its
     group's aggregates are in, waiting for nothing else. Tile t's exclusive
-    prefix is fold(Ag(0 .. k-1)) (+) fold(A[kG .. t-1]): one load of GROUPS
-    group words and one of the group's GROUP words, each folded by one
+    prefix is fold(Ag(0 .. k-1)) (+) fold(A[kG .. t-1]): one load of LANES
+    groups' words and one of the group's GROUP words, each folded by one
     fixed-shape masked reduction. No tile waits for another tile's prefix (no
     chain): only for the aggregates before it, as in the decoupled look-back.
     With PIPE (the policy's load_ahead), blocks take tiles until the input
@@ -390,9 +393,9 @@ def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant
     # the prefix off, nor for a shifted user tile, whose free lane 0 has no identity to hold
     OVERLAP = not BY_KEY and (KIND != "user" or not SHIFT)
     if PIPE and not SINGLE:
-        scan_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, GROUP, ACC, KIND, OP,
-                   ID, EQ, HAS_EQ, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, IN_PLACE, PACKED, WIDE,
-                   OVERLAP, 3)
+        scan_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, GROUP, LANES, ACC,
+                   KIND, OP, ID, EQ, HAS_EQ, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, IN_PLACE,
+                   PACKED, WIDE, OVERLAP, 3)
     else:
         t = ticket(counter, SINGLE)
         u, hu, h, a_ok, a_head, agg = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ,
@@ -400,6 +403,6 @@ def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant
         if not SINGLE:
             if t - (t // GROUP) * GROUP != GROUP - 1:   # a group's last aggregate: read by
                 publish_at(status, t, vals, t, flags_of(a_head), agg, ACC, PACKED)   # nobody
-        groups_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, GROUP, ACC,
-                    KIND, OP, ID, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, PACKED, WIDE, SINGLE,
+        groups_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, GROUP, LANES,
+                    ACC, KIND, OP, ID, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, PACKED, WIDE, SINGLE,
                     OVERLAP, True)

@@ -139,10 +139,7 @@ class _Plan:
             elif self.mode in _LOOKBACKS:           # aggregates, then inclusive prefixes
                 words, values = padded, 2 * padded
             else:                                   # tile aggregates, then group aggregates
-                group = p.group_tiles
-                while -(-tiles // group) > K.GROUPS:    # every group word in one load
-                    group *= 2
-                facts["group"] = group
+                facts["group"], facts["lanes"] = groups_for(tiles, p)
                 words = values = padded + INIT_TILE
             layout.slot(0).alias(D.int64, words)
             if self.packed == 1:
@@ -190,6 +187,25 @@ class _Plan:
             out.append(items)
             items //= 2
         return tuple(out)
+
+
+def groups_for(tiles: int, policy: ScanPolicy) -> tuple[int, int]:
+    """Mode 3's (tiles a group, groups' words a tile loads) for `tiles` tiles:
+    group_tiles doubled until the groups fit in GROUPS words, which every tile
+    loads; with group_sqrt, the smallest group from group_tiles up whose square
+    covers the tiles, each tile loading as many groups' words (their readiness
+    and the group's checked at once: groups_prefix_fused), while that group is
+    at most GROUPS tiles."""
+    group = policy.group_tiles
+    if policy.group_sqrt:
+        while group * group < tiles:
+            group *= 2
+        if group <= K.GROUPS:
+            return group, group
+        group = policy.group_tiles
+    while -(-tiles // group) > K.GROUPS:    # every group word in one load
+        group *= 2
+    return group, K.GROUPS
 
 
 _plans: dict[tuple, _Plan] = {}
@@ -401,7 +417,8 @@ def _make_launches(plan: _Plan, n: int, items: int, has_init: bool,
             size = min(plan.policy.lookback_window, ORDERED_WINDOW_MAX)
         else:
             size = facts["group"]
-        tail = (facts["P"], tile, size, *common,
+        lanes = (facts["lanes"],) if mode == MODE_GROUPS else ()
+        tail = (facts["P"], tile, size, *lanes, *common,
                 exclusive and not plan.inv and not plan.pairs_for(n), exclusive, plan.inv,
                 has_init, by_key, in_place, plan.packed, wide, single)
         if mode in _AHEAD_MODES:

@@ -10,7 +10,8 @@ float sums and products and user operators; `exact_mode` for exact ones:
 integer add/mul/and/or/xor and min/max of any dtype, by key too):
 0 single pass, Fenwick look-back; 1 reduce-then-scan; 2 decoupled look-back
 (exact operators only: it folds whatever its predecessors have published);
-3 single pass, two-level look-back over aligned groups of `group_tiles` tiles;
+3 single pass, two-level look-back over aligned groups of `group_tiles` tiles
+(widened to fit; `group_sqrt` 1: about sqrt(tiles) tiles);
 4 decoupled look-back folded left to right from the newest complete prefix
 (any operator: a left fold from any earlier inclusive prefix is the same bits).
 All are deterministic for the operators they run (scan_kernels.py).
@@ -47,7 +48,9 @@ class ScanPolicy:
     blocks_per_sm: int      # reduce-then-scan and load_ahead grids: at most sm_count * this
     exact_mode: int = MODE_LOOKBACK     # exact operators: 0..4
     lookback_window: int = 16           # modes 2 and 4 (at most 32): status words per load
-    group_tiles: int = 32               # mode 3: tiles per group
+    group_tiles: int = 32               # mode 3: tiles per group (at least)
+    group_sqrt: int = 0                 # mode 3: 1: about sqrt(tiles) tiles a group, up to
+                                        # 256 (algorithms/scan_plan.groups_for)
     small_items: int = 0                # num_items <= this: small_block_threads per tile
     small_block_threads: int = 256
     exclusive_inverse: int = 0          # modes 2/3: exclusive integer add/xor as incl. - item
@@ -88,9 +91,9 @@ def _items(key: dict, bytes_per_thread: int) -> int:
     return max(1, min(64, per))
 
 
-_COMMON = dict(exact_mode=MODE_LOOKBACK, lookback_window=16, group_tiles=32, small_items=0,
-               small_block_threads=256, exclusive_inverse=0, exclusive_pairs=0, load_ahead=0,
-               split_status=0, one_launch_max_items=0, one_launch_block_threads=512,
+_COMMON = dict(exact_mode=MODE_LOOKBACK, lookback_window=16, group_tiles=32, group_sqrt=0,
+               small_items=0, small_block_threads=256, exclusive_inverse=0, exclusive_pairs=0,
+               load_ahead=0, split_status=0, one_launch_max_items=0, one_launch_block_threads=512,
                one_launch_items_per_thread=16)
 
 

@@ -275,6 +275,12 @@ SCAN = AlgorithmSchema(
               "mode 3: tiles per group (the host doubles it while the tiles make more than 256 "
               "groups)",
               applies=lambda key, p: _scan_mode(key, p) == 3),
+        Param("group_sqrt", 0, 1, False,
+              "mode 3: 1: groups of the fewest tiles from group_tiles up (a power of two) whose "
+              "square covers the tiles, while that is at most 256: each tile loads as many "
+              "groups' words as a group has tiles and checks both at once; 0: each tile "
+              "loads 256 groups' words",
+              applies=lambda key, p: _scan_mode(key, p) == 3),
         Param("exclusive_inverse", 0, 1, False,
               "modes 2, 3 and 4: an exclusive integer add/xor scan loads its tile unshifted "
               "(vector loads) and subtracts (xors) each item from the inclusive result, "
