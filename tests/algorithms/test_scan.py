@@ -923,6 +923,19 @@ def test_groups_load_ahead_by_key_user_and_in_place():
             np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
 
 
+def assert_same_bits_ahead_or_not(mode, n):
+    """A random float32 inclusive sum of n items under `mode` is bit-identical
+    loading ahead or not (the same association either way) and close to float64."""
+    r = RNG.standard_normal(n).astype(np.float32)
+    got = []
+    for m in (mode, dict(mode, load_ahead=1)):
+        y = np.zeros(n, np.float32)
+        run(S.inclusive_sum, r, y, n, mode=m)
+        got.append(y)
+    np.testing.assert_array_equal(got[0].view(np.uint32), got[1].view(np.uint32))
+    np.testing.assert_allclose(got[0], np.cumsum(r.astype(np.float64)), rtol=1e-5, atol=1e-3)
+
+
 # --- mode 3 with groups of GROUPS tiles (one readiness check and one fold) -----------------------
 @pytest.mark.float_scratch("status", "vals")   # float aggregates: rounded as each backend folds
 def test_groups_of_every_group_word():
@@ -943,14 +956,7 @@ def test_groups_of_every_group_word():
             run(method, x, y, n, mode=mode)
             np.testing.assert_array_equal(y[:n], want)
             np.testing.assert_array_equal(y[n:], 7)
-    r = RNG.standard_normal(n).astype(np.float32)
-    got = []
-    for mode in (m, dict(m, load_ahead=1)):
-        y = np.zeros(n, np.float32)
-        run(S.inclusive_sum, r, y, n, mode=mode)
-        got.append(y)
-    np.testing.assert_array_equal(got[0].view(np.uint32), got[1].view(np.uint32))
-    np.testing.assert_allclose(got[0], np.cumsum(r.astype(np.float64)), rtol=1e-5, atol=1e-3)
+    assert_same_bits_ahead_or_not(m, n)
     i = small_ints(np.int32, n)
     yi = np.zeros_like(i)
     run(S.exclusive_scan, i, yi, "max", np.int32(-3), n, mode=dict(m, exact_mode=3))
@@ -1032,7 +1038,8 @@ def test_groups_sqrt_sizes(monkeypatch, n):
     assert seen == [(group, group)]
     i = small_ints(np.int32, n)
     for mode in (SQRT_GROUPS, dict(SQRT_GROUPS, load_ahead=1)):
-        for method, want in ((S.inclusive_sum, np.cumsum(x)), (S.exclusive_sum, exclusive_cumsum(x))):
+        for method, want in ((S.inclusive_sum, np.cumsum(x)),
+                             (S.exclusive_sum, exclusive_cumsum(x))):
             y = np.full(n + 3, 7, np.float32)
             run(method, x, y, n, mode=mode)
             np.testing.assert_array_equal(y[:n], want)
@@ -1041,19 +1048,13 @@ def test_groups_sqrt_sizes(monkeypatch, n):
             yi = np.zeros_like(i)
             run(S.exclusive_sum, i, yi, n, mode=dict(mode, exact_mode=3, exclusive_inverse=inv))
             np.testing.assert_array_equal(yi, exclusive_cumsum(i))
-    r = RNG.standard_normal(n).astype(np.float32)
-    got = []
-    for mode in (SQRT_GROUPS, dict(SQRT_GROUPS, load_ahead=1)):
-        y = np.zeros(n, np.float32)
-        run(S.inclusive_sum, r, y, n, mode=mode)
-        got.append(y)
-    np.testing.assert_array_equal(got[0].view(np.uint32), got[1].view(np.uint32))
-    np.testing.assert_allclose(got[0], np.cumsum(r.astype(np.float64)), rtol=1e-5, atol=1e-3)
+    assert_same_bits_ahead_or_not(SQRT_GROUPS, n)
     w = RNG.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, n, dtype=np.int64)
     u = RNG.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
     init = np.uint32((3 << 16) | 5)
     keys = runs_of(n, 40)
-    for mode in (dict(SQRT_GROUPS, split_status=1), dict(SQRT_GROUPS, split_status=1, load_ahead=1)):
+    split = dict(SQRT_GROUPS, split_status=1)
+    for mode in (split, dict(split, load_ahead=1)):
         yw = np.zeros_like(w)
         run(S.inclusive_sum, w, yw, n, mode=dict(mode, exact_mode=3))
         with np.errstate(over="ignore"):

@@ -52,8 +52,8 @@ def groups_prefix_fused(status, vals, P, t, k, j, words, gwords, a_head, agg, GR
     """Tile t's exclusive prefix part in mode 3, not by key, when a group has as
     many tiles as the groups' words a tile loads (LANES == GROUP, groups_rest):
     the group's aggregates before it and the groups' before its group are waited
-    for once (one readiness reduction, not two), then a well-known operator combines them lane
-    by lane side by side and folds once (a fixed tree over the lanes, so the
+    for once (one readiness reduction, not two), then a well-known operator
+    combines them lane by lane side by side and folds once (a fixed tree over the lanes, so the
     association depends on t alone), a user operator folds each in order as
     (ok, value) pairs and joins the two (carried through one reduction, the two
     folds ran slower: H200 2^27 3664 against 3773 GB/s). With PUBLISH a group's

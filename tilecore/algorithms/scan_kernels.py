@@ -284,23 +284,23 @@ def scan_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, SIZE, LANES,
                ID, EQ, HAS_EQ, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, IN_PLACE, PACKED, WIDE,
                OVERLAP, MODE):
     """The PIPE of scan_lookback (MODE 2, SIZE: its window) and scan_groups (MODE
-    3, SIZE: its group, LANES: the groups' words a tile loads), as examples/lookback_scan.py: a grid of about the
-    resident blocks, each taking tiles by ticket until its ticket runs past the
-    tiles (each block takes exactly one such ticket, which ends it). A block
-    loads its next tile and publishes what that tile publishes (begin_ahead)
-    before it finds the prefix of the tile it holds and stores it
-    (lookback_rest, groups_rest): memory stays busy while it waits, and its
-    predecessors have long published their aggregates by the time it looks
-    (one tile a block moves in waves behind the slowest load before it). The
-    ticket of the tile after next is drawn while the next one loads, and that
-    tile is prefetched into L2 at once (prefetch_tile; the second tile is not:
-    all blocks prefetching it at the start delay the first loads, H200 2^24
-    int32 -4%). No aggregate waits for a look-back (mode 3: a group's aggregate
-    waits only for the group's tile aggregates), and a look-back waits only for
-    what smaller tiles publish, taken by running blocks: no deadlock, resident
-    or not. Mode 3 folds what it folds without PIPE, in the same association:
-    the same bits. (Never SINGLE: the host loads ahead only over several
-    tiles.)"""
+    3, SIZE: its group, LANES: the groups' words a tile loads), as
+    examples/lookback_scan.py: a grid of about the resident blocks, each taking
+    tiles by ticket until its ticket runs past the tiles (each block takes
+    exactly one such ticket, which ends it). A block loads its next tile and
+    publishes what that tile publishes (begin_ahead) before it finds the prefix
+    of the tile it holds and stores it (lookback_rest, groups_rest): memory
+    stays busy while it waits, and its predecessors have long published their
+    aggregates by the time it looks (one tile a block moves in waves behind the
+    slowest load before it). The ticket of the tile after next is drawn while
+    the next one loads, and that tile is prefetched into L2 at once
+    (prefetch_tile; the second tile is not: all blocks prefetching it at the
+    start delay the first loads, H200 2^24 int32 -4%). No aggregate waits for a
+    look-back (mode 3: a group's aggregate waits only for the group's tile
+    aggregates), and a look-back waits only for what smaller tiles publish,
+    taken by running blocks: no deadlock, resident or not. Mode 3 folds what it
+    folds without PIPE, in the same association: the same bits. (Never SINGLE:
+    the host loads ahead only over several tiles.)"""
     tiles = (n - 1) // TILE + 1
     t = ticket(counter, False)
     t_next = t
@@ -370,10 +370,10 @@ def begin_ahead(x, keys, y, n, t, tiles, status, vals, P, u, hu, h, a_head, agg,
 
 @ct.kernel
 def scan_groups(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Constant[int],
-                GROUP: ct.Constant[int], LANES: ct.Constant[int], ACC: ct.Constant, KIND: ct.Constant[str],
-                OP: ct.Constant, ID: ct.Constant, EQ: ct.Constant, HAS_EQ: ct.Constant[bool],
-                SHIFT: ct.Constant[bool], EXCL: ct.Constant[bool], INV: ct.Constant[bool],
-                HAS_INIT: ct.Constant[bool], BY_KEY: ct.Constant[bool],
+                GROUP: ct.Constant[int], LANES: ct.Constant[int], ACC: ct.Constant,
+                KIND: ct.Constant[str], OP: ct.Constant, ID: ct.Constant, EQ: ct.Constant,
+                HAS_EQ: ct.Constant[bool], SHIFT: ct.Constant[bool], EXCL: ct.Constant[bool],
+                INV: ct.Constant[bool], HAS_INIT: ct.Constant[bool], BY_KEY: ct.Constant[bool],
                 IN_PLACE: ct.Constant[bool], PACKED: ct.Constant[int],
                 WIDE: ct.Constant[bool], SINGLE: ct.Constant[bool], PIPE: ct.Constant[bool]):
     """Mode 3: the single-pass scan with a two-level look-back (module
