@@ -1,7 +1,8 @@
 """DeviceScan, DeviceReduce and DeviceSegmentedReduce under random policies:
-every field the tables may set (scan modes, tile shapes, windows, groups, the
-small and one-launch tiles, the exclusive loads, loading ahead; the reduce's grids and
-single-block path; the segmented rows and long kernels), drawn together with a
+every field the tables may set (scan modes, tile shapes, windows, groups and their
+sqrt sizing, the small and one-launch tiles, the exclusive loads, loading ahead, split
+status words; the reduce's grids and single-block path; the segmented rows and long
+kernels), drawn together with a
 random call (dtype, size, operator, by key, exclusive, init, in place, outputs
 longer than num_items, empty segments, offset width), against a sequential
 reference. The fixed tests pin each field alone; these find the combinations
@@ -48,6 +49,7 @@ def random_policy(r: random.Random) -> dict:
     if r.random() < 0.4:
         p.update(small_items=r.choice([64, 2000]), small_block_threads=r.choice([32, 64]))
     p["load_ahead"] = r.choice([0, 1])
+    p.update(group_sqrt=r.choice([0, 1]), split_status=r.choice([0, 1]))
     return p
 
 

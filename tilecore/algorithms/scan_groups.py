@@ -21,8 +21,9 @@ GROUPS = 256        # mode 3: the most groups' words a tile loads (the host wide
 
 @ct.function
 def group_values(status, vals, k, words, need, GROUP, ACC, PACKED):
-    """Status words [k*GROUP, (k+1)*GROUP) (a group's, or the groups' with k = P //
-    LANES groups'), reloaded until the lanes in `need` are published, and their values."""
+    """Status words [k*GROUP, (k+1)*GROUP) (a group's; called with GROUP = LANES and
+    k = P // LANES, the groups'), reloaded until the lanes in `need` are published, and
+    their values."""
     hi = second_words(vals, k, GROUP, words, PACKED)
     while ct.min(ct.where(need, ready_bits(words, hi, PACKED), 1), 0,
                  keepdims=True).item() != 1:
