@@ -1004,6 +1004,10 @@ def test_groups_for_picks_the_smallest_square_group():
             group, lanes = groups_for(tiles, policy)
             assert -(-tiles // group) <= lanes <= K.GROUPS, (tiles, policy.group_sqrt)
             assert group >= policy.group_tiles and group & (group - 1) == 0
+    from tilecore.tunings import TuningError
+    with pytest.raises(TuningError, match="field 'group_sqrt': expected a value in 0..1, got 2"):
+        with override_policy("scan", group_sqrt=2):
+            pass
 
 
 SQRT_GROUPS = dict(GROUPS, group_tiles=2, group_sqrt=1)

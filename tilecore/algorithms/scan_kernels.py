@@ -205,6 +205,7 @@ def scan_lookback(x, keys, y, n, init, counter, status, vals, P, TILE: ct.Consta
     # when their tile is not shifted)
     OVERLAP = not BY_KEY and (KIND != "user" or not SHIFT)
     if PIPE and not SINGLE:
+        # (LANES, the groups' words of mode 3, is not read here: WINDOW stands in)
         scan_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, WINDOW, WINDOW, ACC,
                    KIND, OP, ID, EQ, HAS_EQ, SHIFT, EXCL, INV, HAS_INIT, BY_KEY, IN_PLACE,
                    PACKED, WIDE, OVERLAP, 2)

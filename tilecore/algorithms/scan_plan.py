@@ -196,13 +196,13 @@ def groups_for(tiles: int, policy: ScanPolicy) -> tuple[int, int]:
     covers the tiles, each tile loading as many groups' words (their readiness
     and the group's checked at once: groups_prefix_fused), while that group is
     at most GROUPS tiles."""
-    group = policy.group_tiles
     if policy.group_sqrt:
-        while group * group < tiles:
-            group *= 2
-        if group <= K.GROUPS:
-            return group, group
-        group = policy.group_tiles
+        square = policy.group_tiles
+        while square * square < tiles:
+            square *= 2
+        if square <= K.GROUPS:
+            return square, square
+    group = policy.group_tiles
     while -(-tiles // group) > K.GROUPS:    # every group word in one load
         group *= 2
     return group, K.GROUPS
