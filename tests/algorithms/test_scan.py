@@ -1010,6 +1010,41 @@ def test_groups_for_picks_the_smallest_square_group():
             pass
 
 
+@pytest.mark.parametrize("n, mode", [(5 * TILE - 3, GROUPS), (17 * TILE - 7, GROUPS),
+                                     (5 * TILE - 3, dict(GROUPS, group_tiles=2, group_sqrt=1))])
+def test_groups_words_end_with_the_last_group(monkeypatch, n, mode):
+    """Mode 3's status words, and split second words, end with the last group's
+    word (P + groups long), so a tile's load of LANES groups' words pads the lanes
+    past the last group instead of reading words no group publishes (every tile
+    reads those lines); the sums stay exact and the status-clearing grid covers
+    the shorter arrays."""
+    seen = []
+    real = ct.launch
+
+    def spy(stream, grid, kernel, args):
+        if kernel.pyfunc is K.scan_groups.pyfunc:
+            a = dict(zip(inspect.signature(kernel.pyfunc).parameters, args))
+            seen.append((a["status"].shape[0], a["vals"].shape[0], a["P"], a["GROUP"],
+                         a["LANES"], a["PACKED"]))
+        return real(stream, grid, kernel, args)
+    monkeypatch.setattr(ct, "launch", spy)
+    tiles = -(-n // TILE)
+    x = small_ints(np.float32, n)
+    w = RNG.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, n, dtype=np.int64)
+    for data, m in ((x, mode), (w, dict(mode, split_status=1))):
+        for method, want in ((S.inclusive_sum, np.cumsum(data)),
+                             (S.exclusive_sum, exclusive_cumsum(data))):
+            y = np.zeros_like(data)
+            run(method, data, y, n, mode=m)
+            np.testing.assert_array_equal(y, want)
+    assert len(seen) == 4
+    for words, second, P, group, lanes, packed in seen:
+        groups = -(-tiles // group)
+        assert groups < lanes                     # lanes past the last group exist
+        assert words == P + groups
+        assert second == (P + groups if packed == 2 else 1)
+
+
 SQRT_GROUPS = dict(GROUPS, group_tiles=2, group_sqrt=1)
 # tiles around squares of powers of two: 4 -> groups of 2, 5 -> 4, 16 -> 4, 17 and 64 -> 8,
 # 65 -> 16 (a partial last tile each)

@@ -139,8 +139,9 @@ class _Plan:
             elif self.mode in _LOOKBACKS:           # aggregates, then inclusive prefixes
                 words, values = padded, 2 * padded
             else:                                   # tile aggregates, then group aggregates
-                facts["group"], facts["lanes"] = groups_for(tiles, p)
-                words = values = padded + INIT_TILE
+                group, lanes = groups_for(tiles, p)
+                facts.update(group=group, lanes=lanes)
+                words = values = padded + groups_words(tiles, group)
             layout.slot(0).alias(D.int64, words)
             if self.packed == 1:
                 layout.slot(1).alias(self.acc, 1)
@@ -206,6 +207,14 @@ def groups_for(tiles: int, policy: ScanPolicy) -> tuple[int, int]:
     while -(-tiles // group) > K.GROUPS:    # every group word in one load
         group *= 2
     return group, K.GROUPS
+
+
+def groups_words(tiles: int, group: int) -> int:
+    """Mode 3's groups' words after the tiles' (one a group): the status array
+    ends with the last group's, so a tile's load of LANES groups' words pads the
+    lanes past it instead of reading words that no group publishes (every tile
+    loads them: a few lines all tiles read)."""
+    return -(-tiles // group)
 
 
 _plans: dict[tuple, _Plan] = {}
@@ -405,7 +414,7 @@ def _make_launches(plan: _Plan, n: int, items: int, has_init: bool,
         steps = (_Step((-(-max(status.count, vals.count) // INIT_TILE),), plan.init_k,
                        _STATUS_SPLIT, (INIT_TILE,)),)
     else:
-        steps = (_Step((status.count // INIT_TILE,), plan.init_k, _STATUS, (INIT_TILE,)),)
+        steps = (_Step((-(-status.count // INIT_TILE),), plan.init_k, _STATUS, (INIT_TILE,)),)
     if mode == MODE_FENWICK:
         bits = 32 if tiles < _WIDE else 64
         tail = (tile, *common, exclusive, has_init, by_key, in_place, plan.packed, bits, wide,
