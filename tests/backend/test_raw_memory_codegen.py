@@ -107,6 +107,29 @@ def test_order_and_scope_in_ptx(scope, ptx):
 
 
 @ct.kernel
+def raw_ordered_load(x, out, ORDER: ct.Constant):
+    o = ct.arange(64, dtype=ct.int32)
+    ct.store(out, (0,), x.get_raw_memory().load_offset(
+        o, mask=o < 40, padding_value=3, memory_order=ORDER, memory_scope=MS.DEVICE))
+
+
+@pytest.mark.parametrize("order,helper", [(MO.RELAXED, "ld_relaxed"), (MO.ACQUIRE, "ld_acquire")])
+def test_an_ordered_raw_load_is_one_strong_read_per_enabled_element(order, helper):
+    """load_offset with a memory order: each enabled element through the strong
+    load helper (masked-off ones read nothing), an acquire followed by the
+    block barrier (its later accesses after every thread's reads), a relaxed
+    one by nothing; PTX ld.relaxed.gpu / ld.acquire.gpu."""
+    args = (np.zeros(128, np.int32), np.zeros(64, np.int32), order)
+    src = _body(raw_ordered_load, args)
+    assert re.search(r"v\d+\.v\[k\] = \(v\d+\.v\[k\]\) \? tc::%s<1>\(arg0 \+ "
+                     r"\(\(long long\)v\d+\.v\[k\]\)\) : v\d+\.v\[0\];" % helper, src), src
+    assert ("__syncthreads();" in src.split(helper)[1]) == (order is MO.ACQUIRE)
+    word = "acquire" if order is MO.ACQUIRE else "relaxed"
+    assert f"ld.{word}.gpu.global" in _ptx(ct.compile(raw_ordered_load, args, arch="sm_90").source,
+                                           "sm_90")
+
+
+@ct.kernel
 def raw_cas(x, out):
     o = ct.arange(32, dtype=ct.int64)
     raw = x.get_raw_memory()

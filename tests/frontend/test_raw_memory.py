@@ -53,6 +53,33 @@ def test_load_offset_reads_base_plus_offset(dtype):
     np.testing.assert_array_equal(out, x[off])
 
 
+@ct.kernel
+def load_ordered(x, off, out, n, ORDER: ct.Constant, N: ct.Constant[int]):
+    o = ct.load(off, (0,), (N,))
+    lane = ct.arange(N, dtype=ct.int32)
+    ct.store(out, (0,), x.get_raw_memory().load_offset(
+        o, mask=lane < n, padding_value=-7, memory_order=ORDER, memory_scope=MS.DEVICE))
+    one = x.get_raw_memory().load_offset(ct.full((1,), 5, ct.int32), memory_order=ORDER,
+                                         memory_scope=MS.BLOCK)
+    ct.store(out, (N,), one)
+
+
+@pytest.mark.parametrize("order", [MO.RELAXED, MO.ACQUIRE])
+@pytest.mark.parametrize("n", [0, 1, 37, 64])
+def test_load_offset_with_a_memory_order_reads_the_enabled_lanes(order, n):
+    """tilecore's memory_order / memory_scope on load_offset (ct.load's): the
+    same values as a weak load_offset, masked-off lanes the padding value, and a
+    one-element tile (read by one thread, handed to all) too."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(-1000, 1000, 300).astype(np.int64)
+    off = rng.integers(0, 300, 64).astype(np.int32)
+    out = np.zeros(128, np.int64)
+    run(load_ordered, [x, off, out, n, order, 64])
+    want = np.where(np.arange(64) < n, x[off], -7)
+    np.testing.assert_array_equal(out[:64], want)
+    assert out[64] == x[5]
+
+
 @pytest.mark.parametrize("odt", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
                                  np.int64, np.uint64])
 def test_every_integer_dtype_is_an_offset(odt):
@@ -538,6 +565,17 @@ def bad_scope(x):
 
 
 @ct.kernel
+def bad_load_order(x):
+    x.get_raw_memory().load_offset(0, memory_order=ct.MemoryOrder.RELEASE,  # bad_load_order
+                                   memory_scope=ct.MemoryScope.DEVICE)
+
+
+@ct.kernel
+def bad_load_scope(x):
+    x.get_raw_memory().load_offset(0, memory_scope=ct.MemoryScope.DEVICE)  # bad_load_scope
+
+
+@ct.kernel
 def bad_latency(x):
     x.get_raw_memory().load_offset(0, latency=11)  # bad_latency
 
@@ -611,6 +649,12 @@ I32 = "an array of int32 with 1 dimension(s)"
      'Invalid argument "memory_scope" of RawArrayMemory.atomic_cas_offset(): '
      "MemoryOrder.ACQ_REL needs one of MemoryScope.BLOCK, MemoryScope.DEVICE, MemoryScope.SYS, "
      "got MemoryScope.NONE"),
+    (bad_load_order, np.int32, ct.TileValueError,
+     'Invalid argument "memory_order" of RawArrayMemory.load_offset(): expected one of '
+     "MemoryOrder.WEAK, MemoryOrder.RELAXED, MemoryOrder.ACQUIRE, got MemoryOrder.RELEASE"),
+    (bad_load_scope, np.int32, ct.TileValueError,
+     'Invalid argument "memory_scope" of RawArrayMemory.load_offset(): MemoryOrder.WEAK takes '
+     "MemoryScope.NONE, got MemoryScope.DEVICE"),
     (bad_latency, np.float32, ct.TileValueError,
      'Invalid argument "latency" of RawArrayMemory.load_offset(): expected an int in [1, 10], '
      "got 11"),

@@ -24,9 +24,21 @@ def cp():
 
 
 # --- message passing ------------------------------------------------------------------------------------
+@ct.function
+def observed(flags, pair, OBSERVE, RAW):
+    """The pair's flag: a one-element ct.load, or (RAW) a masked load_offset of
+    two lanes whose second is masked off (tilecore's ordered load_offset)."""
+    if RAW:
+        lane = ct.arange(2, dtype=ct.int32)
+        both = flags.get_raw_memory().load_offset(pair + lane, mask=lane == 0, padding_value=0,
+                                                  memory_order=OBSERVE, memory_scope=MS.DEVICE)
+        return ct.sum(both)
+    return ct.load(flags, (pair,), (1,), memory_order=OBSERVE, memory_scope=MS.DEVICE).item()
+
+
 @ct.kernel
 def message_passing(counter, flags, payload, early, late, TILE: ct.Constant[int],
-                    PUBLISH: ct.Constant, OBSERVE: ct.Constant):
+                    PUBLISH: ct.Constant, OBSERVE: ct.Constant, RAW: ct.Constant[bool]):
     t = ct.atomic_add(counter, 0, 1, memory_order=MO.RELAXED)
     pair = t // 2
     if t % 2 == 0:   # producer: the payload with plain stores, then the flag
@@ -35,13 +47,12 @@ def message_passing(counter, flags, payload, early, late, TILE: ct.Constant[int]
                  memory_scope=MS.DEVICE)
     else:            # consumer: its producer took the ticket before, so it is running
         ct.store(early, (pair,), ct.load(payload, (pair,), (TILE,)))   # may be old: fine
-        while ct.load(flags, (pair,), (1,), memory_order=OBSERVE,
-                      memory_scope=MS.DEVICE).item() == 0:
+        while observed(flags, pair, OBSERVE, RAW) == 0:
             pass
         ct.store(late, (pair,), ct.load(payload, (pair,), (TILE,)))    # must be new
 
 
-def _stale_pairs(cp, publish, observe, pairs=2048, tile=1024, rounds=5) -> int:
+def _stale_pairs(cp, publish, observe, raw=False, pairs=2048, tile=1024, rounds=5) -> int:
     bad = 0
     for _ in range(rounds):
         counter = cp.zeros(1, cp.int32)
@@ -49,18 +60,20 @@ def _stale_pairs(cp, publish, observe, pairs=2048, tile=1024, rounds=5) -> int:
         payload = cp.zeros(pairs * tile, cp.int32)
         early, late = cp.zeros_like(payload), cp.zeros_like(payload)
         ct.launch(None, (2 * pairs,), message_passing,
-                  (counter, flags, payload, early, late, tile, publish, observe))
+                  (counter, flags, payload, early, late, tile, publish, observe, raw))
         cp.cuda.Device().synchronize()
         want = cp.repeat(cp.arange(1, pairs + 1, dtype=cp.int32), tile)
         bad += int((late.reshape(pairs, tile) != want.reshape(pairs, tile)).any(axis=1).sum())
     return bad
 
 
-def test_release_acquire_message_passing(cp):
+@pytest.mark.parametrize("raw", [False, True], ids=["load", "load_offset"])
+def test_release_acquire_message_passing(cp, raw):
     """With RELAXED on both sides nothing orders the payload (the codegen test checks that
     RELAXED emits no fence or barrier); whether the GPU then shows a stale payload is
-    timing, so only the ordered protocol is asserted here."""
-    assert _stale_pairs(cp, MO.RELEASE, MO.ACQUIRE) == 0
+    timing, so only the ordered protocol is asserted here. The consumer polls with
+    ct.load, or with tilecore's ordered, masked load_offset."""
+    assert _stale_pairs(cp, MO.RELEASE, MO.ACQUIRE, raw) == 0
 
 
 # --- contention -----------------------------------------------------------------------------------------

@@ -4,6 +4,8 @@ element (0, ..., 0)), with no shape, strides or bounds.
 
     raw = x.get_raw_memory()
     t = raw.load_offset(offsets, mask=m, padding_value=0)
+    w = raw.load_offset(offsets, mask=m, memory_order=ct.MemoryOrder.RELAXED,
+                        memory_scope=ct.MemoryScope.DEVICE)     # tilecore: strong reads
     raw.store_offset(offsets, t + 1, mask=m)
     old = raw.atomic_add_offset(offsets, 1)
 
@@ -12,7 +14,10 @@ mask, padding_value, value, update, expected, desired) has its shape, the
 others broadcast to it. Masked-off elements touch no memory: a load gives
 `padding_value`, an atomic gives 0 (atomic_cas_offset: `expected`). An enabled
 offset outside the array's memory is undefined behaviour (the interpreter
-raises TileRuntimeError). Typing of values, updates and atomics' dtypes as
+raises TileRuntimeError). load_offset also takes ct.load's memory_order and
+memory_scope (WEAK by default, as cuTile's; RELAXED or ACQUIRE make each
+enabled element a strong read): a tilecore extension, so that a masked read of
+flags another block publishes can poll only the lanes it needs. Typing of values, updates and atomics' dtypes as
 gather/scatter and the ct.atomic_* functions (frontend/atomic.py).
 
 Each method is the IR op of its gather/scatter/atomic counterpart with attr
@@ -33,6 +38,7 @@ from . import memory as M
 from .builder import describe
 from .calls import bind
 from .memory import _hints, _mask
+from .ordering import LOAD_ORDERS, memory_ordering, ordering_attrs
 from .values import Const, FrontVal, RawMemory, TupleVal
 
 if TYPE_CHECKING:
@@ -48,8 +54,10 @@ def _get_raw_memory_sig():
     """Signature of Array.get_raw_memory."""
 
 
-def _load_offset_sig(offset, /, *, mask=None, padding_value=0, latency=None):
-    """Signature of RawArrayMemory.load_offset."""
+def _load_offset_sig(offset, /, *, mask=None, padding_value=0, latency=None,
+                     memory_order=MemoryOrder.WEAK, memory_scope=MemoryScope.NONE):
+    """Signature of RawArrayMemory.load_offset (memory_order and memory_scope:
+    tilecore's, as ct.load has them; cuTile's load_offset is always WEAK)."""
 
 
 def _store_offset_sig(offset, value, /, *, mask=None, latency=None):
@@ -92,7 +100,9 @@ def _load_offset(lw: "Lowerer", arr: Value, fn: str, a: dict, loc: Loc) -> Front
                 A.operand(lw, pad, dtype, shape, False, fn, "padding_value", loc, "offset"))
     else:
         pads = (A.operand(lw, pad, dtype, (), False, fn, "padding_value", loc, "offset"), None)
-    return M.emit_gather(lw, arr, [off], shape, mask, pads, _RAW, loc)
+    ordering = ordering_attrs(*memory_ordering(a["memory_order"], a["memory_scope"],
+                                               LOAD_ORDERS, fn, loc))
+    return M.emit_gather(lw, arr, [off], shape, mask, pads, {**_RAW, **ordering}, loc)
 
 
 def _store_offset(lw: "Lowerer", arr: Value, fn: str, a: dict, loc: Loc) -> FrontVal:

@@ -31,7 +31,7 @@ def written_params(fn: Function) -> frozenset[int]:
 
 def orders_memory(fn: Function) -> bool:
     """Whether `fn` has an access with acquire or release semantics: a load,
-    store or atomic whose memory order is neither WEAK nor RELAXED."""
+    gather, store or atomic whose memory order is neither WEAK nor RELAXED."""
     weak = (None, MemoryOrder.WEAK, MemoryOrder.RELAXED)
     return any(op.attrs.get("memory_order") not in weak for op in fn.walk()
-               if op.name in ("load", "store", "atomic_rmw", "atomic_cas"))
+               if op.name in ("load", "gather", "store", "atomic_rmw", "atomic_cas"))

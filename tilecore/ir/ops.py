@@ -123,6 +123,8 @@ gather     (arr, pad, *indices[, mask]) {has_mask, check_bounds[, raw]}
                                          offset outside the memory arr's elements span is
                                          undefined (the interpreter raises). The same attr, with
                                          the same meaning, on scatter, atomic_rmw, atomic_cas.
+                                         Optional {memory_order, memory_scope} (raw only:
+                                         load_offset), as on load.
 scatter    (arr, values, *indices[, mask]) {has_mask, check_bounds[, raw]}
                                       -> no result; values has the indices' shape and
                                          arr.dtype; out-of-bounds or masked-off writes are

@@ -1,5 +1,5 @@
-"""Rules for atomics (atomic_rmw, atomic_cas) and for load/store with a memory
-order other than WEAK, over the PTX helpers of include/tilecore/atomic.cuh.
+"""Rules for atomics (atomic_rmw, atomic_cas) and for load/store (and a raw
+gather, load_offset) with a memory order other than WEAK, over the PTX helpers of include/tilecore/atomic.cuh.
 
 Each element is one strong access (relaxed or acquiring) at the op's scope, done by
 the thread that holds it; a one-element tile, which every thread holds, is
@@ -243,6 +243,27 @@ def _ordered_store(ctx: Ctx, op: Op) -> None:
     ctx.close()
 
 
+def _ordered_gather(ctx: Ctx, op: Op) -> None:
+    """A raw gather (load_offset) with a memory order: each enabled element one
+    strong read, as _ordered_load's."""
+    arr = ctx.arrays[op.operands[0].id]
+    ct = ctx.uses(arr.dtype)
+    pad = ctx.scalar(op.operands[1])
+    indices, mask = split_mask(op, 2)
+    out = ctx.declare(op.result)
+    lay = ctx.layout(op.result.type)
+    ordering = _Ordering(ctx, op, lay)
+    cond, off = _gather_scatter_terms(ctx, op, arr, indices, mask, lay)
+    load = f"tc::{ordering.load()}<{ordering.scope}>({arr.ptr} + ({off}))"
+    if lay.replicated:
+        access = [f"if ({cond}) r = {load};" if cond else f"r = {load};"]
+        _thread0(ctx, ordering, access, ct, pad, out)
+        return
+    ctx.for_each(lay, [f"{out}.v[k] = ({cond}) ? {load} : {pad};" if cond else
+                       f"{out}.v[k] = {load};"], need_e=lay.partial)
+    ordering.after(broadcast=False)
+
+
 def _by_order(weak, ordered):
     """The rule of a load/store: `ordered` when it has a memory order, else the
     weak (vectorized) rule of rules_memory."""
@@ -255,4 +276,5 @@ def _by_order(weak, ordered):
 # "load" and "store" replace rules_memory's entries (codegen merges this table after it).
 RULES = {"atomic_rmw": ordered_in_block(_atomic_rmw), "atomic_cas": ordered_in_block(_atomic_cas),
          "load": _by_order(rules_memory.RULES["load"], ordered_in_block(_ordered_load)),
-         "store": _by_order(rules_memory.RULES["store"], ordered_in_block(_ordered_store))}
+         "store": _by_order(rules_memory.RULES["store"], ordered_in_block(_ordered_store)),
+         "gather": _by_order(rules_memory.RULES["gather"], ordered_in_block(_ordered_gather))}
