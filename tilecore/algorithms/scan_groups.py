@@ -9,8 +9,8 @@ from __future__ import annotations
 import tilecore as ct
 
 from .reduce_kernels import combine_known, fold_known
-from .scan_status import (HEAD, flags_of, load_words, publish_aggregate, publish_at, ready_bits,
-                          second_words, word_values)
+from .scan_status import (HEAD, flags_of, load_needed, publish_aggregate, publish_at, ready_bits,
+                          second_needed, word_values)
 from .scan_tiles import fold_parts, join, join_ok, local_scan, store_tile
 
 __all__ = ["GROUPS", "group_values", "publish_group", "groups_prefix_fused", "groups_rest",
@@ -22,13 +22,13 @@ GROUPS = 256        # mode 3: the most groups' words a tile loads (the host wide
 @ct.function
 def group_values(status, vals, k, words, need, GROUP, ACC, PACKED):
     """Status words [k*GROUP, (k+1)*GROUP) (a group's; called with GROUP = LANES and
-    k = P // LANES, the groups'), reloaded until the lanes in `need` are published, and
-    their values."""
-    hi = second_words(vals, k, GROUP, words, PACKED)
+    k = P // LANES, the groups'), the lanes in `need` (loaded as `words`) reloaded
+    until they are published, and their values."""
+    hi = second_needed(vals, k, GROUP, words, need, PACKED)
     while ct.min(ct.where(need, ready_bits(words, hi, PACKED), 1), 0,
                  keepdims=True).item() != 1:
-        words = load_words(status, k, GROUP, PACKED)
-        hi = second_words(vals, k, GROUP, words, PACKED)
+        words = load_needed(status, k, GROUP, need, PACKED)
+        hi = second_needed(vals, k, GROUP, words, need, PACKED)
     return words, word_values(words, hi, vals, k, GROUP, ACC, PACKED)
 
 
@@ -68,15 +68,15 @@ def groups_prefix_fused(status, vals, P, t, k, j, words, gwords, a_head, agg, GR
         publish_group(status, vals, P, k, ct.where(lane == j, agg, v),
                       ct.zeros((GROUP,), ct.int32), a_head, GROUP, KIND, OP, ID, ACC, False,
                       PACKED)
-    hi = second_words(vals, k, GROUP, words, PACKED)
-    ghi = second_words(vals, P // GROUP, GROUP, gwords, PACKED)
+    hi = second_needed(vals, k, GROUP, words, need, PACKED)
+    ghi = second_needed(vals, P // GROUP, GROUP, gwords, gneed, PACKED)
     while ct.min(ct.where(need, ready_bits(words, hi, PACKED), 1)
                  & ct.where(gneed, ready_bits(gwords, ghi, PACKED), 1), 0,
                  keepdims=True).item() != 1:
-        words = load_words(status, k, GROUP, PACKED)
-        gwords = load_words(status, P // GROUP, GROUP, PACKED)
-        hi = second_words(vals, k, GROUP, words, PACKED)
-        ghi = second_words(vals, P // GROUP, GROUP, gwords, PACKED)
+        words = load_needed(status, k, GROUP, need, PACKED)
+        gwords = load_needed(status, P // GROUP, GROUP, gneed, PACKED)
+        hi = second_needed(vals, k, GROUP, words, need, PACKED)
+        ghi = second_needed(vals, P // GROUP, GROUP, gwords, gneed, PACKED)
     v = word_values(words, hi, vals, k, GROUP, ACC, PACKED)
     gv = word_values(gwords, ghi, vals, P // GROUP, GROUP, ACC, PACKED)
     if KIND == "user":
@@ -107,19 +107,20 @@ def groups_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, GRO
     j = t - k * GROUP
     words = ct.zeros((GROUP,), ct.int64)
     gwords = ct.zeros((LANES,), ct.int64)
-    if not SINGLE:
-        words = load_words(status, k, GROUP, PACKED)     # in flight while the tile is scanned
+    lane = ct.arange(GROUP, dtype=ct.int32)
+    glane = ct.arange(LANES, dtype=ct.int32)
+    if not SINGLE:        # the lanes before tile t's, in flight while the tile is scanned
+        words = load_needed(status, k, GROUP, lane < j, PACKED)
     z = u
     if OVERLAP:
         z = local_scan(u, KIND, OP, ID, ACC, EXCL and not SHIFT and not INV)
     if not SINGLE:
-        gwords = load_words(status, P // LANES, LANES, PACKED)
+        gwords = load_needed(status, P // LANES, LANES, glane < k, PACKED)
         if not BY_KEY and GROUP == LANES:
             p_ok, p_head, p_val = groups_prefix_fused(status, vals, P, t, k, j, words,
                                                       gwords, a_head, agg, GROUP, ACC,
                                                       KIND, OP, ID, PACKED, PUBLISH)
         else:
-            lane = ct.arange(GROUP, dtype=ct.int32)
             last = j == GROUP - 1
             need = lane < j
             words, v = group_values(status, vals, k, words, need, GROUP, ACC, PACKED)
@@ -141,7 +142,6 @@ def groups_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, GRO
             else:
                 e_ok, e_head, e_val = fold_parts(ct.where(need, 1, 0), ct.where(need, hd, 0),
                                                  v, KIND, OP, ACC, BY_KEY)
-            glane = ct.arange(LANES, dtype=ct.int32)
             gneed = glane < k
             gwords, gv = group_values(status, vals, P // LANES, gwords, gneed, LANES, ACC,
                                       PACKED)
@@ -175,7 +175,8 @@ def publish_ahead(status, vals, P, t, a_head, agg, GROUP, ACC, KIND, OP, ID, BY_
             publish_at(status, t, vals, t, flags_of(a_head), agg, ACC, PACKED)
         else:
             lane = ct.arange(GROUP, dtype=ct.int32)
-            words, v = group_values(status, vals, k, load_words(status, k, GROUP, PACKED),
+            words, v = group_values(status, vals, k, load_needed(status, k, GROUP, lane < j,
+                                                                 PACKED),
                                     lane < j, GROUP, ACC, PACKED)
             own = lane == j
             hd = ct.where(own, a_head, ct.astype(((words >> 32) & HEAD) >> 1, ct.int32))
