@@ -1,5 +1,6 @@
 """Memory ops of the generator beyond the prologue's loads: more loads, gathers
-(masks, padding values, out-of-bounds indices), scatters to indices unique
+(masks, padding values, out-of-bounds indices), raw-memory loads (offsets in
+the array or masked off, weak or with a memory order), scatters to indices unique
 per block, read-after-write of a block's own tile, mid-program stores, L2
 prefetches, and scalars read from arrays (shapes, strides, tile counts, the
 grid size). Each function takes the generator and returns whether it emitted
@@ -86,6 +87,40 @@ def gather(g: Gen) -> bool:
     indices = idx[0][0] if rank == 1 else f"({idx[0][0]}, {idx[1][0]})"
     g.define(Var(g.name("t"), dtype, out_shape), f"ct.gather({arr}, {indices}{kw})")
     g.feature("gather", dtype.name, f"rank{rank}")
+    return True
+
+
+def raw_load(g: Gen) -> bool:
+    """Array.get_raw_memory().load_offset of a contiguous input array at offsets
+    inside it, or masked off (padding_value), weak or with tilecore's memory
+    order (RELAXED / ACQUIRE at BLOCK, DEVICE or SYS scope: reads of data no
+    block writes give the same values either way)."""
+    dtype = g.dtype(storage=0.1)
+    n = g.rng.randint(1, 40)
+    arr = g._array("a", "in", dtype, (n,), contiguous=True).name
+    t = g.rng.choice((1, 2, 4, 8, 16, 32))
+    off = g.name("t")
+    kw = ""
+    if g.chance(0.5):
+        g.emit(f"{off} = (ct.arange({t}) * {g.rng.choice((1, 3, 7))} + bl) % {n}")
+    else:
+        g.emit(f"{off} = ct.arange({t}) + bl * {t} - {g.rng.randint(0, 2)}")
+        kw += f", mask=({off} >= 0) & ({off} < {n})"
+        g.feature("raw_load", "mask")
+        if g.chance(0.5):
+            pad = loose_const(g, dtype if dtype.arithmetic else D.float32)
+            if dtype.is_integer and isinstance(pad, float):
+                pad = 0
+            kw += f", padding_value={literal(pad)}"
+    if g.chance(0.6):
+        order = g.rng.choice(("RELAXED", "ACQUIRE"))
+        scope = g.rng.choice(("BLOCK", "DEVICE", "SYS"))
+        kw += f", memory_order=ct.MemoryOrder.{order}, memory_scope=ct.MemoryScope.{scope}"
+        g.feature("raw_load", order)
+    raw = g.name("r")
+    g.emit(f"{raw} = {arr}.get_raw_memory()")
+    g.define(Var(g.name("t"), dtype, (t,)), f"{raw}.load_offset({off}{kw})")
+    g.feature("raw_load", dtype.name)
     return True
 
 
@@ -203,6 +238,7 @@ def load(g: Gen) -> bool:
 
 OPS = {
     "array_scalar": (3, array_scalar), "load": (5, load), "gather": (4, gather),
+    "raw_load": (1.5, raw_load),
     "scatter": (2.5, scatter), "store": (2.5, store_now), "inplace": (2, inplace),
     "prefetch": (1, prefetch),
 }
