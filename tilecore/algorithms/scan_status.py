@@ -26,9 +26,9 @@ import tilecore as ct
 from .scan_tiles import ZERO, join
 
 __all__ = ["MO", "MS", "READY", "HEAD", "PREFIX", "to_bits", "from_bits", "publish", "read_words",
-           "ticket", "publish_at", "load_words", "load_needed", "second_needed", "flags_of", "publish_aggregate",
-           "publish_prefix", "ready_bits", "join_split", "word_values", "scan_init",
-           "scan_init_split"]
+           "ticket", "publish_at", "load_words", "load_needed", "second_needed", "flags_of",
+           "publish_aggregate", "publish_prefix", "ready_bits", "join_split", "word_values",
+           "scan_init", "scan_init_split"]
 
 MO, MS = ct.MemoryOrder, ct.MemoryScope
 READY, HEAD, PREFIX = 1, 2, 4

@@ -17,8 +17,9 @@ offset outside the array's memory is undefined behaviour (the interpreter
 raises TileRuntimeError). load_offset also takes ct.load's memory_order and
 memory_scope (WEAK by default, as cuTile's; RELAXED or ACQUIRE make each
 enabled element a strong read): a tilecore extension, so that a masked read of
-flags another block publishes can poll only the lanes it needs. Typing of values, updates and atomics' dtypes as
-gather/scatter and the ct.atomic_* functions (frontend/atomic.py).
+flags another block publishes can poll only the lanes it needs. Typing of
+values, updates and atomics' dtypes as gather/scatter and the ct.atomic_*
+functions (frontend/atomic.py).
 
 Each method is the IR op of its gather/scatter/atomic counterpart with attr
 raw=True and one index operand, the offset (int32, or int64 when its dtype

@@ -1,5 +1,6 @@
 """Rules for atomics (atomic_rmw, atomic_cas) and for load/store (and a raw
-gather, load_offset) with a memory order other than WEAK, over the PTX helpers of include/tilecore/atomic.cuh.
+gather, load_offset) with a memory order other than WEAK, over the PTX helpers
+of include/tilecore/atomic.cuh.
 
 Each element is one strong access (relaxed or acquiring) at the op's scope, done by
 the thread that holds it; a one-element tile, which every thread holds, is
@@ -24,7 +25,7 @@ ahead: 12% of a float64 DeviceScan's time at 2^27), an acquiring access only
 for itself, but each for its own return: so a thread's few accesses acquire
 each, its many are followed by one fence. An atomic whose old values are
 unused and that need not acquire is a `red` instruction (no return trip).
-Loads and stores without a memory order go to rules_memory.
+Loads, stores and gathers without a memory order go to rules_memory.
 """
 from __future__ import annotations
 
@@ -273,7 +274,8 @@ def _by_order(weak, ordered):
     return rule
 
 
-# "load" and "store" replace rules_memory's entries (codegen merges this table after it).
+# "load", "store" and "gather" replace rules_memory's entries (codegen merges this table
+# after it).
 RULES = {"atomic_rmw": ordered_in_block(_atomic_rmw), "atomic_cas": ordered_in_block(_atomic_cas),
          "load": _by_order(rules_memory.RULES["load"], ordered_in_block(_ordered_load)),
          "store": _by_order(rules_memory.RULES["store"], ordered_in_block(_ordered_store)),
