@@ -80,6 +80,26 @@ def test_load_offset_with_a_memory_order_reads_the_enabled_lanes(order, n):
     assert out[64] == x[5]
 
 
+@ct.kernel
+def load_ordered_any(x, out, ORDER: ct.Constant):
+    o = ct.arange(32, dtype=ct.int64)
+    ct.store(out, (0,), x.get_raw_memory().load_offset(
+        o * 3 % 50, mask=o < 29, padding_value=1, memory_order=ORDER, memory_scope=MS.SYS))
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint16, np.float16, ml_dtypes.bfloat16,
+                                   np.float32, np.uint32, np.float64])
+def test_load_offset_with_a_memory_order_takes_every_dtype(dtype):
+    """Ordered raw loads of 1-, 2-, 4- and 8-byte elements (the strong load
+    helpers move the bits as they are), int64 offsets, SYS scope."""
+    x = np.random.default_rng(4).integers(0, 100, 50).astype(dtype)
+    for order in (MO.RELAXED, MO.ACQUIRE):
+        out = np.zeros(32, dtype)
+        run(load_ordered_any, [x, out, order])
+        o = np.arange(32)
+        np.testing.assert_array_equal(out, np.where(o < 29, x[o * 3 % 50], np.ones(1, dtype)))
+
+
 @pytest.mark.parametrize("odt", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
                                  np.int64, np.uint64])
 def test_every_integer_dtype_is_an_offset(odt):
