@@ -165,8 +165,9 @@ class Gen:
             self.feature("layout", "transposed")
         return p
 
-    def input_array(self, dtype: DType, shape: tuple) -> str:
-        return self._array("a", "in", dtype, shape).name
+    def input_array(self, dtype: DType, shape: tuple, contiguous: bool = False) -> str:
+        """A new input parameter; `contiguous`: never a strided view or transpose."""
+        return self._array("a", "in", dtype, shape, contiguous=contiguous).name
 
     def output_array(self, dtype: DType, shape: tuple, tol: Tol,
                      shadow: bool) -> tuple[str, Optional[str]]:

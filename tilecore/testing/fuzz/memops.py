@@ -44,6 +44,14 @@ def array_scalar(g: Gen) -> bool:
     return True
 
 
+def _padding_value(g: Gen, dtype) -> str:
+    """A `padding_value=` keyword of a masked or out-of-bounds read of dtype."""
+    pad = loose_const(g, dtype if dtype.arithmetic else D.float32)
+    if dtype.is_integer and isinstance(pad, float):
+        pad = 0
+    return f", padding_value={literal(pad)}"
+
+
 def gather(g: Gen) -> bool:
     dtype = g.dtype(storage=0.1)
     rank = 1 if g.chance(0.7) else 2
@@ -79,10 +87,7 @@ def gather(g: Gen) -> bool:
         g.use(mask)
         g.feature("gather", "mask")
     if g.chance(0.4):
-        pad = loose_const(g, dtype if dtype.arithmetic else D.float32)
-        if dtype.is_integer and isinstance(pad, float):
-            pad = 0
-        kw += f", padding_value={literal(pad)}"
+        kw += _padding_value(g, dtype)
         g.feature("gather", "padding_value")
     indices = idx[0][0] if rank == 1 else f"({idx[0][0]}, {idx[1][0]})"
     g.define(Var(g.name("t"), dtype, out_shape), f"ct.gather({arr}, {indices}{kw})")
@@ -97,7 +102,7 @@ def raw_load(g: Gen) -> bool:
     block writes give the same values either way)."""
     dtype = g.dtype(storage=0.1)
     n = g.rng.randint(1, 40)
-    arr = g._array("a", "in", dtype, (n,), contiguous=True).name
+    arr = g.input_array(dtype, (n,), contiguous=True)
     t = g.rng.choice((1, 2, 4, 8, 16, 32))
     off = g.name("t")
     kw = ""
@@ -108,10 +113,7 @@ def raw_load(g: Gen) -> bool:
         kw += f", mask=({off} >= 0) & ({off} < {n})"
         g.feature("raw_load", "mask")
         if g.chance(0.5):
-            pad = loose_const(g, dtype if dtype.arithmetic else D.float32)
-            if dtype.is_integer and isinstance(pad, float):
-                pad = 0
-            kw += f", padding_value={literal(pad)}"
+            kw += _padding_value(g, dtype)
     if g.chance(0.6):
         order = g.rng.choice(("RELAXED", "ACQUIRE"))
         scope = g.rng.choice(("BLOCK", "DEVICE", "SYS"))
