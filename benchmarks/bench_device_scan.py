@@ -183,7 +183,7 @@ def _impls(x, y, exclusive: bool, sweep: bool, log2n: int, user_sweep: bool,
     if excl_sweep and exclusive:
         for p in EXCL_SWEEP:
             impls[f"tilecore {_tag(p)}"] = TileScan(x, y, exclusive, p)
-    if log2n == 27 and x.dtype in (cp.float32, cp.int32):    # the goal's dtypes
+    if log2n == 27 and x.dtype in (cp.float32, cp.int32, cp.float64, cp.int64):
         impls["tilecore user_add"] = TileScan(x, y, exclusive, op=user_add)
         if user_sweep and not exclusive:
             for p in USER_SWEEP:

@@ -149,6 +149,28 @@ def test_exclusive_sum_dtypes(dtype):
     np.testing.assert_array_equal(y, want)
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.float64], ids=lambda d: np.dtype(d).name)
+def test_sm90_wide_user_row(monkeypatch, dtype):
+    """sm_90's 8-byte user-operator row (64 x 32 tiles loading ahead, two-level
+    look-back over split status words; integers exact, on the groups too) over
+    five tiles and a partial one: an associative `a + b` and the non-commutative
+    `take_last`, inclusive and exclusive, against NumPy."""
+    monkeypatch.setenv("TILECORE_ARCH", "sm_90")        # the interpreter takes sm_90's policy
+    n = 5 * 64 * 32 + 7
+    x = small_ints(dtype, n, -1000, 1000)
+    init = dtype(5)
+    cases = ((S.inclusive_scan, (user_add, n), np.cumsum(x)),
+             (S.exclusive_scan, (user_add, init, n), init + exclusive_cumsum(x)),
+             (S.inclusive_scan, (take_last, n), x),
+             (S.exclusive_scan, (take_last, init, n), np.concatenate([[init], x[:-1]])))
+    for method, args, want in cases:
+        y = np.full(n + 2, 7, dtype)
+        nbytes = method(None, x, y, *args)
+        assert method(np.zeros(nbytes, np.uint8), x, y, *args) == nbytes
+        np.testing.assert_array_equal(y[:n], want.astype(dtype))
+        np.testing.assert_array_equal(y[n:], 7)
+
+
 def test_narrow_sums_wrap_in_int32_and_convert():
     x = np.full(300, 100, np.int8)
     y = np.zeros(300, np.int32)
@@ -408,6 +430,11 @@ def test_policy_tables_and_overrides():
         assert (w.load_ahead, w.group_tiles, w.group_sqrt, w.blocks_per_sm) == (1, 32, 1, 4)
         assert (w.mode, w.exact_mode, w.split_status) == (3, 3, 1)
         assert w.one_launch_items_per_thread == 8               # as every 8-byte value's
+    for accum in ("float64", "int64"):                           # 8-byte user operators
+        u = select_scan_policy(90, {**key, "value_size": 8, "accum": accum, "op": "user"})
+        assert (u.block_threads, u.items_per_thread, u.load_ahead, u.split_status) == \
+            (64, 32, 1, 1)
+        assert (u.mode, u.exact_mode, u.group_sqrt, u.blocks_per_sm) == (3, 3, 1, 4)
     i64 = select_scan_policy(90, {**key, "value_size": 8, "accum": "int64", "op": "min"})
     assert (i64.block_threads, i64.items_per_thread, i64.load_ahead) == (512, 16, 0)
     assert "sm_80.yaml" in select_scan_policy(86, key).source
@@ -1300,8 +1327,8 @@ def test_split_status_groups_of_every_group_word():
 
 
 def test_split_status_policy_field():
-    """split_status is 0 or 1, validated as the other fields, 1 for the 8-byte sums of
-    sm_90 and newer (measured there), 0 elsewhere (sm_70/sm_80: not measured; 4-byte
+    """split_status is 0 or 1, validated as the other fields, 1 for the 8-byte sums and
+    user operators of sm_90 and newer (measured there), 0 elsewhere (sm_70/sm_80: not measured; 4-byte
     sums: packed), and applies to 8-byte accumulators in modes 2-4 only: 4-byte values
     stay packed, mode 0 keeps its values in vals."""
     from tilecore.algorithms import scan_plan as SC
@@ -1314,9 +1341,9 @@ def test_split_status_policy_field():
             key = dict(value_size=size, accum=accum, op="add", offset_size=4, by_key=False)
             want = int(cc >= 90 and size == 8)
             assert select_scan_policy(cc, key).split_status == want, (cc, accum)
-        for op in ("min", "user"):
+        for op, split in (("min", 0), ("user", int(cc >= 90))):   # sm_90's user row: 1
             key = dict(value_size=8, accum="int64", op=op, offset_size=4, by_key=False)
-            assert select_scan_policy(cc, key).split_status == 0
+            assert select_scan_policy(cc, key).split_status == split, (cc, op)
     with pytest.raises(TuningError, match="field 'split_status': expected a value in 0..1, got 2"):
         with override_policy("scan", split_status=2):
             pass

@@ -275,6 +275,44 @@ def test_non_commutative_user_op(cp):
     np.testing.assert_array_equal(cp.asnumpy(y), affine_scan(x))
 
 
+def user_add(a, b):
+    return a + b
+
+
+@pytest.mark.parametrize("n", [1, 2**10 + 1, 2**20 + 7, 2**24 + 3])
+def test_wide_user_operators(cp, n):
+    """8-byte user operators on sm_90's row (64 x 32 tiles loading ahead, split
+    status words, the two-level look-back): int64 `a + b` exact, float64 within
+    the sum's bound, inclusive and exclusive with init; at 2**24 + 3 every block
+    scans several tiles."""
+    rng = np.random.default_rng(n)
+    i = rng.integers(-2**40, 2**40, n)
+    yi = cp.zeros(n, cp.int64)
+    run(cp, S.inclusive_scan, cp.asarray(i), yi, user_add, n)
+    np.testing.assert_array_equal(cp.asnumpy(yi), np.cumsum(i))
+    run(cp, S.exclusive_scan, cp.asarray(i), yi, user_add, np.int64(7), n)
+    np.testing.assert_array_equal(cp.asnumpy(yi), 7 + np.concatenate([[0], np.cumsum(i)[:-1]]))
+    f = rng.standard_normal(n)
+    yf = cp.zeros(n, cp.float64)
+    run(cp, S.inclusive_scan, cp.asarray(f), yf, user_add, n)
+    _float_ok(f, cp.asnumpy(yf))
+    run(cp, S.exclusive_scan, cp.asarray(f), yf, user_add, np.float64(0), n)
+    _float_ok(f, cp.asnumpy(yf), exclusive=True)
+
+
+def test_wide_non_commutative_user_op(cp):
+    """uint64 items under `affine` (8-byte values, an exact operator: the groups'
+    look-back), composed in order, inclusive and exclusive from its identity."""
+    x = np.random.default_rng(5).integers(0, 2**32, 2**21 + 9, dtype=np.uint64)
+    y = cp.zeros(x.size, cp.uint64)
+    want = affine_scan(x).astype(np.uint64)
+    run(cp, S.inclusive_scan, cp.asarray(x), y, affine, x.size)
+    np.testing.assert_array_equal(cp.asnumpy(y), want)
+    one = np.uint64(1 << 16)                                   # x -> 1 * x + 0
+    run(cp, S.exclusive_scan, cp.asarray(x), y, affine, one, x.size)
+    np.testing.assert_array_equal(cp.asnumpy(y), np.concatenate([[one], want[:-1]]))
+
+
 def test_by_key_and_in_place(cp):
     rng = np.random.default_rng(4)
     n = 2**22 + 1
