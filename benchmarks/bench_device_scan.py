@@ -26,7 +26,8 @@ exclusive_inverse) at every size.
 tuning_db/scan/sm_90.yaml: the tile (block_threads * items_per_thread), the
 look-back window (mode 2, exact operators: int32 here), the group size (mode 3,
 float32 here), the Fenwick look-back (mode 0), the groups for exact operators
-too, the exclusive-by-inverse load, and reduce-then-scan (mode 1). Every
+too, the exclusive-by-inverse load, reduce-then-scan (mode 1) and the items a
+thread holds together (vector_width: 2 gives 8-byte values 16-byte chunks). Every
 candidate sets small_items=0, so it runs its tile at every size: the 2^24
 column picks small_block_threads (and whether small_items is worth having).
 Each implementation is checked against one NumPy reference per case.
@@ -62,7 +63,8 @@ SWEEP = [dict(_ALL),                                                  # the ship
          dict(_ALL, exact_mode=3),                                       # groups for int32
          dict(_ALL, block_threads=512, exclusive_inverse=1),             # int32 exclusive
          dict(_ALL, mode=1, exact_mode=1, block_threads=256, blocks_per_sm=2),
-         dict(_ALL, mode=1, exact_mode=1, block_threads=256, blocks_per_sm=4)]
+         dict(_ALL, mode=1, exact_mode=1, block_threads=256, blocks_per_sm=4),
+         dict(_ALL, vector_width=2), dict(_ALL, vector_width=8)]   # chunks of the tiles
 # exclusive scans (--excl-sweep, every size): unshifted tiles scanned as (inclusive,
 # exclusive) pairs; integer sums as inclusive minus the item. (Storing each result one
 # item later from unshifted loads, tried 2026-11-27, ran at 1510-1660 GB/s against

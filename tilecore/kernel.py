@@ -96,7 +96,7 @@ class TileFunction:
 
 def kernel(function: Optional[Callable] = None, /, **options: Any):
     """Decorator making a tile kernel; options: num_ctas, occupancy, opt_level,
-    num_worker_warps, num_threads (each an int or a ByTarget)."""
+    num_worker_warps, num_threads, vector_width (each an int or a ByTarget)."""
     opts = validate_options(options)
     if function is None:
         return lambda f: Kernel(f, opts)

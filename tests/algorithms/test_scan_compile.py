@@ -214,6 +214,25 @@ def test_load_ahead_compiles(monkeypatch, case, tiles):
 
 
 @pytest.mark.interpreter_only
+@pytest.mark.parametrize("case", ["incl-f64", "excl-i64", "user-f64", "excl-user-i64"])
+def test_vector_width_compiles(monkeypatch, case):
+    """vector_width=2 (the alternative for 8-byte values: 16-byte chunks beside the
+    int32 status words, where the compiler's default makes them 32-byte) on sm_90's
+    8-byte rows: the kernel takes the option, its tiles are laid out in 2-item
+    chunks, and nothing spills."""
+    monkeypatch.setenv("TILECORE_ARCH", "sm_90")
+    with override_policy("scan", vector_width=2):
+        calls = captured(monkeypatch, *CASES[case]())
+    kernel, args = calls[-1]
+    assert kernel.options.vector_width == 2
+    ck = ct.compile(kernel, args, arch="sm_90")
+    assert "tc::elem<2048, 64, 2>" in ck.source and "tc::elem<2048, 64, 4>" not in ck.source
+    assert ck.stack_bytes == 0, f"{case}: spills ({ck.stack_bytes} bytes of stack)"
+    calls = captured(monkeypatch, *CASES[case]())          # the shipped row: the default
+    assert calls[-1][0].options.vector_width is None
+
+
+@pytest.mark.interpreter_only
 def test_reduce_then_scan_compiles(monkeypatch):
     with override_policy("scan", mode=1, block_threads=256, items_per_thread=32):   # the sweep's candidate
         calls = captured(monkeypatch, *CASES["excl-f32"]())

@@ -300,6 +300,26 @@ def test_wide_user_operators(cp, n):
     _float_ok(f, cp.asnumpy(yf), exclusive=True)
 
 
+@pytest.mark.parametrize("n", [2**20 + 7, 2**24 + 3])
+def test_wide_scans_in_two_item_chunks(cp, n):
+    """vector_width=2 (16-byte chunks of 8-byte values): int64 sums exact, float64
+    within the bound, a user operator, inclusive and exclusive."""
+    rng = np.random.default_rng(n)
+    i = rng.integers(-2**40, 2**40, n)
+    f = rng.standard_normal(n)
+    yi, yf = cp.zeros(n, cp.int64), cp.zeros(n, cp.float64)
+    excl = np.concatenate([[0], np.cumsum(i)[:-1]])
+    with override_policy("scan", vector_width=2):
+        run(cp, S.inclusive_sum, cp.asarray(i), yi, n)
+        np.testing.assert_array_equal(cp.asnumpy(yi), np.cumsum(i))
+        run(cp, S.exclusive_scan, cp.asarray(i), yi, user_add, np.int64(0), n)
+        np.testing.assert_array_equal(cp.asnumpy(yi), excl)
+        run(cp, S.exclusive_sum, cp.asarray(f), yf, n)
+        _float_ok(f, cp.asnumpy(yf), exclusive=True)
+        run(cp, S.inclusive_scan, cp.asarray(f), yf, user_add, n)
+        _float_ok(f, cp.asnumpy(yf))
+
+
 def test_wide_non_commutative_user_op(cp):
     """uint64 items under `affine` (8-byte values, an exact operator: the groups'
     look-back), composed in order, inclusive and exclusive from its identity."""

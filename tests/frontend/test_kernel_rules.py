@@ -133,7 +133,8 @@ def _varargs(x, *rest):
     ({"occupancy": ct.ByTarget(default=64)}, ValueError,
      'Invalid kernel option "occupancy": expected an int in [1, 32], got 64'),
     ({"fast": 1}, TypeError, 'Unknown kernel option "fast"; expected one of num_ctas, '
-                             "num_threads, num_worker_warps, occupancy, opt_level"),
+                             "num_threads, num_worker_warps, occupancy, opt_level, "
+                             "vector_width"),
 ])
 def test_kernel_option_validation(options, cls, msg):
     with pytest.raises(cls) as info:

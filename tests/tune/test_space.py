@@ -200,7 +200,9 @@ def test_canonical_and_project_deduplicate():
     b = {**SCAN_BASE, "mode": 0, "lookback_window": 64, "group_tiles": 128, "exact_mode": 0}
     assert space.canonical(a) == space.canonical(b)
     assert space.project(a) == {"block_threads": 1024, "items_per_thread": 32, "mode": 0,
-                                "small_items": 1 << 24, "small_block_threads": 256}
+                                "small_items": 1 << 24, "small_block_threads": 256,
+                                "vector_width": 0}
+    assert "vector_width" not in space.project({**a, "mode": 1})    # reduce-then-scan's kernels
     c = {**a, "mode": 3}
     assert space.canonical(c) != space.canonical(a)
     assert space.project(c)["group_tiles"] == 8

@@ -83,7 +83,7 @@ class _Plan:
         if k is None:
             fn = {MODE_FENWICK: K.scan_fenwick, MODE_LOOKBACK: K.scan_lookback,
                   MODE_ORDERED: K.scan_ordered, MODE_GROUPS: K.scan_groups}[self.mode]
-            k = self.single[threads] = kernel_for(fn, threads)
+            k = self.single[threads] = kernel_for(fn, threads, self.policy.vector_width)
         return k
 
     def layout(self, n: int, items: Optional[int] = None) -> tuple[Layout, dict]:

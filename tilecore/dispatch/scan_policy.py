@@ -63,6 +63,8 @@ class ScanPolicy:
     one_launch_max_items: int = 0       # num_items <= this: one launch (see one_launch)
     one_launch_block_threads: int = 512 # its tile: these threads times
     one_launch_items_per_thread: int = 16   # these items
+    vector_width: int = 0               # single-pass kernels' kernel option vector_width (the
+                                        # items a thread holds together); 0: the compiler's
     source: str = "built-in"
 
     @property
@@ -94,7 +96,7 @@ def _items(key: dict, bytes_per_thread: int) -> int:
 _COMMON = dict(exact_mode=MODE_LOOKBACK, lookback_window=16, group_tiles=32, group_sqrt=0,
                small_items=0, small_block_threads=256, exclusive_inverse=0, exclusive_pairs=0,
                load_ahead=0, split_status=0, one_launch_max_items=0, one_launch_block_threads=512,
-               one_launch_items_per_thread=16)
+               one_launch_items_per_thread=16, vector_width=0)
 
 
 def _sm70(key: dict) -> dict:

@@ -110,7 +110,8 @@ def codegen_options(kernel: Kernel, arch: str) -> CodegenOptions:
     if not supports_clusters(arch):
         num_ctas = 1  # the hint is ignored where clusters do not exist
     return CodegenOptions(num_threads=threads, occupancy=resolve(o.occupancy, arch),
-                          opt_level=resolve(o.opt_level, arch, 3), num_ctas=num_ctas, arch=arch)
+                          opt_level=resolve(o.opt_level, arch, 3), num_ctas=num_ctas, arch=arch,
+                          vector_width=resolve(o.vector_width, arch))
 
 
 # Threads per SM that the launch bounds of a compact kernel ask to be resident

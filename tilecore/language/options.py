@@ -1,9 +1,18 @@
 """Kernel options (`num_ctas`, `occupancy`, `opt_level`, `num_worker_warps`,
-`num_threads`) and `ByTarget`, which gives an option a per-architecture value.
+`num_threads`, `vector_width`) and `ByTarget`, which gives an option a
+per-architecture value.
 
 Ranges follow the reference: num_ctas a power of two in [1, 16], occupancy in
 [1, 32], opt_level in [0, 3]. `num_threads` (tilecore's own) overrides the
 block size the compiler picks; `num_worker_warps` is the same in warps.
+`vector_width` (tilecore's own, a power of two in [1, 16]) overrides how many
+consecutive elements of a tile each thread holds together (its chunk: the
+CUDA backend's accesses are up to 16 bytes of one chunk); by default 16 bytes
+of the kernel's narrowest array element, which leaves the wider arrays of a
+kernel that mixes widths (8-byte data beside int32 counters) in chunks of
+more than 16 bytes, each access of a warp then touching every other 16 bytes.
+It changes no result but the association of float reductions and scans
+within a tile, which is unspecified.
 """
 from __future__ import annotations
 
@@ -71,6 +80,7 @@ _RANGES = {
     "opt_level": (0, 3, False),
     "num_worker_warps": (1, 32, True),
     "num_threads": (32, 1024, True),
+    "vector_width": (1, 16, True),
 }
 
 
@@ -81,6 +91,7 @@ class KernelOptions:
     opt_level: Option = 3
     num_worker_warps: Option = None
     num_threads: Option = None
+    vector_width: Option = None
 
 
 def validate_options(kwargs: dict[str, Any]) -> KernelOptions:

@@ -323,6 +323,12 @@ SCAN = AlgorithmSchema(
         Param("one_launch_items_per_thread", 1, 64, True,
               "items per thread of the one-launch scan's tile (hand-set with it)",
               applies=lambda key, p: p["one_launch_max_items"] > 0, tuned=False),
+        Param("vector_width", 0, 16, True,
+              "single-pass modes (0, 2, 3, 4): the kernel option vector_width of the scan "
+              "kernel, the items a thread holds together (its accesses: up to 16 bytes of "
+              "them); 0: the compiler's (16 bytes of the kernel's narrowest array element: "
+              "4 items of 8-byte values, which sit beside int32 status words)",
+              grid=(0, 2, 4, 8), applies=lambda key, p: _scan_mode(key, p) != 1),
     ),
     key_fields=(
         KeyField("value_size", (1, 2, 4, 8), "bytes per input item"),

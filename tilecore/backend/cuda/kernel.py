@@ -69,6 +69,7 @@ class CodegenOptions:
     num_ctas: int = 1
     arch: str = "sm_90"
     line_directives: bool = False
+    vector_width: int | None = None     # chunk elements (layout.Layout.vk); None: the kernel's
 
 
 @dataclass(frozen=True)
@@ -152,8 +153,9 @@ def _signature(fn: Function, arrays: dict[int, ArraySpec], ctx: Ctx):
 def generate(fn: Function, arrays: dict[int, ArraySpec], options: CodegenOptions) -> GeneratedKernel:
     """Generate the CUDA C++ kernel for `fn`; `arrays` maps the Python index of
     each array parameter to its ArraySpec. Byte-identical for equal inputs."""
-    threads = choose_threads(fn, options.num_threads)
-    ctx = Ctx(fn=fn, threads=threads, vk=kernel_vector_width(fn),
+    vk = options.vector_width or kernel_vector_width(fn)
+    threads = choose_threads(fn, options.num_threads, vk)
+    ctx = Ctx(fn=fn, threads=threads, vk=vk,
               line_directives=options.line_directives, arch=options.arch)
     ctx.emit_block = emit_block
     decls, prologue, slots = _signature(fn, arrays, ctx)
