@@ -100,6 +100,27 @@ def test_generation_is_deterministic():
     assert generate(78).source() != a.source()
 
 
+@pytest.mark.interpreter_only
+def test_kernel_options_leave_the_program_alone(tmp_path):
+    """The vector_width option comes from a stream of its own: a seed's program is
+    the same with or without it but for the decorator, and a kernel with it runs in
+    the interpreter and compiles under NVRTC (a 16-item chunk: every tile's layout
+    and the derived block size change)."""
+    plain = generate(5, GenConfig(vector_width_chance=0.0))
+    wide = generate(5, GenConfig(vector_width_chance=1.0))
+    assert not plain.options and wide.options["vector_width"] in (1, 2, 8, 16)
+    decorator = f"@ct.kernel(vector_width={wide.options['vector_width']})"
+    assert wide.source() == plain.source().replace("@ct.kernel\n", decorator + "\n")
+    assert f"option.vector_width.{wide.options['vector_width']}" in wide.features
+    seeds = [s for s in range(60) if generate(s).options]     # a quarter of the programs
+    assert 5 <= len(seeds) <= 30
+    for v in (1, 16):
+        prog = generate(7, GenConfig(vector_width_chance=1.0))
+        prog.options = {"vector_width": v}
+        out = run_program(prog, tmp_path, archs=("sm_90",))
+        assert out.status == "ok", (v, out.stage, out.error)
+
+
 # --- the oracle -------------------------------------------------------------------------------
 def _f32(*values) -> np.ndarray:
     return np.array(values, np.float32)

@@ -50,13 +50,17 @@ class GenConfig:
     max_elems: the usual tile size bound (some programs get 4x or 16x);
     outside_tiles: arrays may be shorter than the grid covers, so some blocks
     load and store tiles wholly outside them (padding read, stores dropped);
-    known_issues: keys of catalog.KNOWN_ISSUES whose patterns to avoid."""
+    known_issues: keys of catalog.KNOWN_ISSUES whose patterns to avoid;
+    vector_width_chance: how often the kernel sets the vector_width option (the
+    tile items a thread holds together, else 16 bytes of its narrowest array's),
+    drawn apart from the program so that a seed's program is the same either way."""
 
     max_ops: int = 14
     max_elems: int = 256
     max_depth: int = 2
     outside_tiles: bool = True
     known_issues: tuple[str, ...] = tuple(KNOWN_ISSUES)
+    vector_width_chance: float = 0.25
 
 
 class Gen:
@@ -429,8 +433,19 @@ def generate(seed: int, cfg: Optional[GenConfig] = None) -> Program:
     for _ in range(g.rng.randint(3, g.cfg.max_ops)):
         random_op(g, exprs, control)
     g.epilogue()
+    options = _kernel_options(seed, g.cfg)
+    for name, value in options.items():
+        g.feature("option", name, value)
     return Program(seed, g.params, g.bodies[0], g.grid, g.outputs, g.features,
-                   checks=g.checks, helpers=g.helpers)
+                   checks=g.checks, helpers=g.helpers, options=options)
+
+
+def _kernel_options(seed: int, cfg: GenConfig) -> dict[str, int]:
+    """The kernel options of seed's program, from a random stream of their own."""
+    rng = random.Random(f"kernel options {seed}")
+    if rng.random() < cfg.vector_width_chance:
+        return {"vector_width": rng.choice((1, 2, 8, 16))}
+    return {}
 
 
 def random_op(g: Gen, exprs, control) -> None:

@@ -181,6 +181,7 @@ class Program:
     text: Optional[str] = None   # the module as saved by a reproducer (replaces `body`)
     checks: list[Check] = field(default_factory=list)
     helpers: list[str] = field(default_factory=list)   # module-level functions, as source
+    options: dict = field(default_factory=dict)        # kernel options (the decorator's)
 
     def source(self, drop: frozenset = frozenset()) -> str:
         """The kernel module: imports, then the kernel without statements in `drop`."""
@@ -192,7 +193,9 @@ class Program:
         lines = ["import numpy as np", "import tilecore as ct", "", ""]
         for helper in self.helpers:
             lines += helper.splitlines() + ["", ""]
-        lines += ["@ct.kernel", f"def {self.name}({', '.join(sig)}):"]
+        opts = ", ".join(f"{k}={v!r}" for k, v in self.options.items())
+        lines += [f"@ct.kernel({opts})" if opts else "@ct.kernel",
+                  f"def {self.name}({', '.join(sig)}):"]
         lines += _render_block(self.body, 1, drop)
         return "\n".join(lines) + "\n"
 
