@@ -19,7 +19,8 @@ reaches about 91% of the 1 GiB copy's bandwidth).
                                            [--scans incl,excl]
                                            [--dtypes float32,int32,float64,int64,float16]
 
---user-sweep also times the user operator with other tiles at 2^27;
+--user-sweep also times the user operator with other tiles at 2^27 (8-byte values:
+in 16-byte chunks, vector_width=2, inclusive and exclusive);
 --excl-sweep the exclusive scans' alternatives (exclusive_pairs,
 exclusive_inverse) at every size.
 --sweep also times policy candidates through override_policy, to fill
@@ -187,7 +188,10 @@ def _impls(x, y, exclusive: bool, sweep: bool, log2n: int, user_sweep: bool,
             impls[f"tilecore {_tag(p)}"] = TileScan(x, y, exclusive, p)
     if log2n == 27 and x.dtype in (cp.float32, cp.int32, cp.float64, cp.int64):
         impls["tilecore user_add"] = TileScan(x, y, exclusive, op=user_add)
-        if user_sweep and not exclusive:
+        if user_sweep and x.dtype.itemsize == 8:         # 16-byte chunks, both scans
+            p = dict(_ALL, vector_width=2)
+            impls[f"tilecore user_add {_tag(p)}"] = TileScan(x, y, exclusive, p, user_add)
+        elif user_sweep and not exclusive:
             for p in USER_SWEEP:
                 impls[f"tilecore user_add {_tag(p)}"] = TileScan(x, y, exclusive, p, user_add)
     try:

@@ -88,9 +88,10 @@ def _largest_tile(fn: Function) -> int:
 def choose_threads(fn: Function, num_threads: int | None, vk: int | None = None) -> int:
     """Block size: the override if given (a power of two in [32, 1024]), else
     enough threads that each holds two full vectors of the largest tile,
-    N / (2 VK), clamped to [32, 512] (VK: `vk`, else kernel_vector_width). Two 16-byte accesses in flight per thread
-    and per array was the best block size (or within 0.4%) of every row kernel
-    on the H100 (benchmarks/bench_rows.py --sweep)."""
+    N / (2 VK), clamped to [32, 512] (VK: `vk`, else kernel_vector_width). Two
+    16-byte accesses in flight per thread and per array was the best block size
+    (or within 0.4%) of every row kernel on the H100 (benchmarks/bench_rows.py
+    --sweep)."""
     if num_threads is not None:
         if num_threads < 32 or num_threads > 1024 or num_threads & (num_threads - 1):
             raise ValueError(f"num_threads must be a power of two in [32, 1024], got {num_threads}")
