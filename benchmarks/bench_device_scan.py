@@ -15,12 +15,15 @@ copy" one of the scan's own n items over the same buffer sets (at 2^24 a copy
 reaches about 91% of the 1 GiB copy's bandwidth).
 
     python benchmarks/bench_device_scan.py [--out DIR] [--sweep] [--user-sweep] [--excl-sweep]
+                                           [--chunk-sweep]
                                            [--sizes 24,28]
                                            [--scans incl,excl]
                                            [--dtypes float32,int32,float64,int64,float16]
 
 --user-sweep also times the user operator with other tiles at 2^27 (8-byte values:
 in 16-byte chunks, vector_width=2, inclusive and exclusive);
+--chunk-sweep the items a thread holds together (vector_width 2 and 8) at every size,
+for 8-byte values the user operator too (default chunks and 2);
 --excl-sweep the exclusive scans' alternatives (exclusive_pairs,
 exclusive_inverse) at every size.
 --sweep also times policy candidates through override_policy, to fill
@@ -73,6 +76,9 @@ SWEEP = [dict(_ALL),                                                  # the ship
 EXCL_SWEEP = [dict(_ALL, exclusive_pairs=1),
               dict(_ALL, exclusive_pairs=1, block_threads=512),
               dict(_ALL, block_threads=512, exclusive_inverse=1)]
+# the items a thread holds together (--chunk-sweep, every size): 8-byte values sit in
+# 4-item (32-byte) chunks beside their int32 status words by default
+CHUNK_SWEEP = [dict(_ALL, vector_width=2), dict(_ALL, vector_width=8)]
 # tiles for the user operator (--user-sweep, at 2^27 beside the shipped user row)
 USER_SWEEP = [dict(_ALL, block_threads=512, items_per_thread=64),
               dict(_ALL, block_threads=256, items_per_thread=64),
@@ -178,8 +184,16 @@ def _check(name: str, fn, x, y, exclusive: bool, ref) -> None:
 
 
 def _impls(x, y, exclusive: bool, sweep: bool, log2n: int, user_sweep: bool,
-           excl_sweep: bool) -> dict:
+           excl_sweep: bool, chunk_sweep: bool) -> dict:
     impls = {"tilecore": TileScan(x, y, exclusive)}
+    if chunk_sweep:
+        for p in CHUNK_SWEEP:
+            impls[f"tilecore {_tag(p)}"] = TileScan(x, y, exclusive, p)
+        if x.dtype.itemsize == 8 and log2n != 27:      # (at 2^27 it is timed below)
+            impls["tilecore user_add"] = TileScan(x, y, exclusive, op=user_add)
+        if x.dtype.itemsize == 8:
+            p = CHUNK_SWEEP[0]
+            impls[f"tilecore user_add {_tag(p)}"] = TileScan(x, y, exclusive, p, user_add)
     if sweep:
         for p in SWEEP:
             impls[f"tilecore {_tag(p)}"] = TileScan(x, y, exclusive, p)
@@ -209,6 +223,7 @@ def main() -> None:
     sizes = [int(v) for v in script_option("--sizes", SIZES)]
     scans = script_option("--scans", ["incl", "excl"])
     user_sweep, excl_sweep = script_flag("--user-sweep"), script_flag("--excl-sweep")
+    chunk_sweep = script_flag("--chunk-sweep")
     dtypes = [np.dtype(v) for v in script_option("--dtypes", DTYPES)]
     out = parse_out()
     sweep = "--sweep" in sys.argv
@@ -220,7 +235,8 @@ def main() -> None:
                 n = 1 << log2n
                 moved = 2 * dtype.itemsize * n          # bytes read + written
                 sets = _inputs(n, dtype, buffer_sets(moved))
-                impls = _impls(*sets[0], exclusive, sweep, log2n, user_sweep, excl_sweep)
+                impls = _impls(*sets[0], exclusive, sweep, log2n, user_sweep, excl_sweep,
+                               chunk_sweep)
                 ref = _reference(sets[0][0], exclusive)
                 same = same_bytes_copy_gbs(sets)
                 gbs, temp = {}, {}
@@ -250,7 +266,7 @@ def main() -> None:
                 records.append({"scan": label, "dtype": np.dtype(dtype).name, "n": n,
                                 "gbs": gbs, "temp_bytes": temp, "copy_gbs": copy,
                                 "same_bytes_copy_gbs": same})
-                if sweep or excl_sweep or log2n == 27:
+                if sweep or excl_sweep or chunk_sweep or log2n == 27:
                     extra = {k: round(v, 1) for k, v in gbs.items()
                              if k.startswith("tilecore ")}
                     if extra:
