@@ -20,8 +20,7 @@ reaches about 91% of the 1 GiB copy's bandwidth).
                                            [--scans incl,excl]
                                            [--dtypes float32,int32,float64,int64,float16]
 
---user-sweep also times the user operator with other tiles at 2^27 (8-byte values:
-in 16-byte chunks, vector_width=2, inclusive and exclusive);
+--user-sweep also times the 4-byte user operator with other tiles at 2^27;
 --chunk-sweep the items a thread holds together (vector_width 2 and 8) at every size,
 for 8-byte values the user operator too (default chunks and 2);
 --excl-sweep the exclusive scans' alternatives (exclusive_pairs,
@@ -186,28 +185,27 @@ def _check(name: str, fn, x, y, exclusive: bool, ref) -> None:
 def _impls(x, y, exclusive: bool, sweep: bool, log2n: int, user_sweep: bool,
            excl_sweep: bool, chunk_sweep: bool) -> dict:
     impls = {"tilecore": TileScan(x, y, exclusive)}
-    if chunk_sweep:
-        for p in CHUNK_SWEEP:
-            impls[f"tilecore {_tag(p)}"] = TileScan(x, y, exclusive, p)
-        if x.dtype.itemsize == 8 and log2n != 27:      # (at 2^27 it is timed below)
-            impls["tilecore user_add"] = TileScan(x, y, exclusive, op=user_add)
-        if x.dtype.itemsize == 8:
-            p = CHUNK_SWEEP[0]
-            impls[f"tilecore user_add {_tag(p)}"] = TileScan(x, y, exclusive, p, user_add)
+    wide = x.dtype.itemsize == 8
     if sweep:
         for p in SWEEP:
             impls[f"tilecore {_tag(p)}"] = TileScan(x, y, exclusive, p)
     if excl_sweep and exclusive:
         for p in EXCL_SWEEP:
             impls[f"tilecore {_tag(p)}"] = TileScan(x, y, exclusive, p)
-    if log2n == 27 and x.dtype in (cp.float32, cp.int32, cp.float64, cp.int64):
+    if chunk_sweep:
+        for p in CHUNK_SWEEP:
+            impls[f"tilecore {_tag(p)}"] = TileScan(x, y, exclusive, p)
+    # the user operator: at 2^27 (the goal's size), at every size in the chunk sweep of
+    # 8-byte values, there in 2-item chunks too
+    if log2n == 27 and x.dtype in (cp.float32, cp.int32, cp.float64, cp.int64) or \
+            chunk_sweep and wide:
         impls["tilecore user_add"] = TileScan(x, y, exclusive, op=user_add)
-        if user_sweep and x.dtype.itemsize == 8:         # 16-byte chunks, both scans
-            p = dict(_ALL, vector_width=2)
+    if chunk_sweep and wide:
+        p = CHUNK_SWEEP[0]
+        impls[f"tilecore user_add {_tag(p)}"] = TileScan(x, y, exclusive, p, user_add)
+    if log2n == 27 and user_sweep and not exclusive and not wide:
+        for p in USER_SWEEP:
             impls[f"tilecore user_add {_tag(p)}"] = TileScan(x, y, exclusive, p, user_add)
-        elif user_sweep and not exclusive:
-            for p in USER_SWEEP:
-                impls[f"tilecore user_add {_tag(p)}"] = TileScan(x, y, exclusive, p, user_add)
     try:
         impls["CUB"] = CubScan(x, y, exclusive)
     except Exception as e:  # noqa: BLE001 - a peer that does not build is reported, not fatal
