@@ -9,6 +9,7 @@ launch is also compiled for sm_80 and sm_90 and, on a GPU machine, replayed
 there with its outputs compared bit for bit for integers (the suite's
 conftest). Float data are small integers, so every float sum is exact in any
 order and the replay's comparison of status words is exact too."""
+from dataclasses import replace
 import inspect
 import operator
 import re
@@ -430,11 +431,21 @@ def test_policy_tables_and_overrides():
         assert (w.load_ahead, w.group_tiles, w.group_sqrt, w.blocks_per_sm) == (1, 32, 1, 4)
         assert (w.mode, w.exact_mode, w.split_status) == (3, 3, 1)
         assert w.one_launch_items_per_thread == 8               # as every 8-byte value's
+        assert w.vector_width == 2                              # 16-byte chunks
+        assert select_scan_policy(90, {**key, "value_size": 8, "accum": accum,
+                                       "exclusive": True}) == w
     for accum in ("float64", "int64"):                           # 8-byte user operators
         u = select_scan_policy(90, {**key, "value_size": 8, "accum": accum, "op": "user"})
         assert (u.block_threads, u.items_per_thread, u.load_ahead, u.split_status) == \
             (64, 32, 1, 1)
         assert (u.mode, u.exact_mode, u.group_sqrt, u.blocks_per_sm) == (3, 3, 1, 4)
+        assert u.vector_width == 0 and "sm_90.yaml" in u.source
+        # their exclusive scans: the same row in 16-byte chunks (a row naming `exclusive`)
+        for exclusive in (False, True):
+            e = select_scan_policy(90, {**key, "value_size": 8, "accum": accum, "op": "user",
+                                        "exclusive": exclusive})
+            assert e.vector_width == (2 if exclusive else 0)
+            assert replace(e, vector_width=0, source="") == replace(u, source="")
     i64 = select_scan_policy(90, {**key, "value_size": 8, "accum": "int64", "op": "min"})
     assert (i64.block_threads, i64.items_per_thread, i64.load_ahead) == (512, 16, 0)
     assert "sm_80.yaml" in select_scan_policy(86, key).source

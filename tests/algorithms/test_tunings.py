@@ -218,3 +218,33 @@ def test_reduce_by_key_policy_hub(tuning_dir):
     with pytest.raises(TuningError, match="unknown reduce_by_key parameter 'threads'"):
         with override_policy("reduce_by_key", threads=64):
             pass
+
+
+def test_a_scan_row_naming_exclusive_refines_one_for_both(tuning_dir):
+    """`exclusive` (a scan's optional key field): the row naming it wins for
+    exclusive scans, the row without it stands for inclusive ones; a value that
+    is not a bool is an error naming file, line and field."""
+    from tilecore.dispatch.scan_policy import select_scan_policy
+    (tuning_dir / "scan").mkdir()
+    body = f"""\
+        schema: 1
+        algorithm: scan
+        arch: sm_90
+        {PROV}
+        tunings:
+          - match: {{value_size: 8, op: user}}
+            params: {{vector_width: 4}}
+          - match: {{value_size: 8, op: user, exclusive: true}}
+            params: {{vector_width: 2}}
+        """
+    path = tuning_dir / "scan" / "sm_90.yaml"
+    path.write_text(textwrap.dedent(body))
+    key = dict(value_size=8, accum="int64", op="user", offset_size=4, by_key=False)
+    assert select_scan_policy(90, {**key, "exclusive": False}).vector_width == 4
+    assert select_scan_policy(90, {**key, "exclusive": True}).vector_width == 2
+    assert select_scan_policy(90, key).vector_width == 4         # a key without it
+    path.write_text(textwrap.dedent(body).replace("exclusive: true", "exclusive: 1"))
+    clear_cache()
+    with pytest.raises(TuningError, match=r"sm_90.yaml:8: field match.exclusive: expected one "
+                                          r"of \[False, True\], got 1"):
+        select_scan_policy(90, key)

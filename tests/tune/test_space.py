@@ -261,3 +261,17 @@ def test_custom_space_rejects_rules_that_read_later_fields():
     with pytest.raises(ValueError, match="decided after"):
         SearchSpace("x", {}, dims, {"a": 1, "b": 1},
                     {"a": (lambda f: f["b"] == 1, frozenset({"b"}))})
+
+
+def test_an_optional_key_field_may_be_missing_but_not_wrong():
+    """A scan's `exclusive` refines rows: the tuner's key leaves it out (its rows
+    then apply to inclusive and exclusive scans alike), and a value outside the
+    field's is still an error naming it."""
+    assert not schema_for("scan").key_field("exclusive").required
+    space = space_for("scan", key("scan"), SCAN_BASE)
+    assert space.valid(SCAN_BASE)
+    assert space_for("scan", {**key("scan"), "exclusive": True}, SCAN_BASE).valid(SCAN_BASE)
+    with pytest.raises(ValueError, match=r"'exclusive': expected one of \[False, True\], got 1"):
+        space_for("scan", {**key("scan"), "exclusive": 1}, SCAN_BASE)
+    with pytest.raises(ValueError, match="missing 'by_key'"):
+        space_for("scan", key("reduce"), SCAN_BASE)

@@ -301,6 +301,24 @@ def test_the_written_table_loads_and_the_dispatch_layer_uses_it(tmp_path, user_d
     assert any("added" in line for line in lines)
 
 
+def test_a_scan_row_applies_to_inclusive_and_exclusive_scans(tmp_path, user_dir):
+    """The scan workload times exclusive sums (its key says so, and its current
+    policy is the exclusive scan's); the row written leaves `exclusive` out, so
+    inclusive sums take the tuned policy too, as CUB's one tuning for both."""
+    from tilecore.dispatch.scan_policy import select_scan_policy
+    w = Workload("scan", "float32", "add")
+    assert w.key["exclusive"] is True
+    result, _ = sweep(config(tmp_path, algorithms=("scan",), out=None, trials=60), Models())
+    (path,) = result.tables
+    table = parse_table(path.read_text(), str(path), "scan", 90)
+    rows = [r for r in table.rows if r.provenance.get("trials") == 60]
+    assert [r.match for r in rows] == [{k: v for k, v in w.key.items() if k != "exclusive"}]
+    for exclusive in (False, True):
+        chosen = select_scan_policy(90, {**w.key, "exclusive": exclusive})
+        assert {f: getattr(chosen, f) for f in OPTIMUM} == OPTIMUM
+        assert str(path) in chosen.source
+
+
 def test_the_merge_keeps_the_better_entry(tmp_path, user_dir):
     cfg = config(tmp_path, out=None, trials=60)
     r1, _ = sweep(cfg, Models())

@@ -53,7 +53,8 @@ def test_hand_written_keys():
         "value_size": 2, "accum": "float32", "op": "add", "offset_size": 4}
     assert tuning_key("scan", "float64", "max") == {"value_size": 8, "accum": "float64",
                                                     "op": "max", "offset_size": 4,
-                                                    "by_key": False}
+                                                    "by_key": False, "exclusive": False}
+    assert tuning_key("scan", "int32", "add")["exclusive"]       # it times exclusive_sum
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)

@@ -239,7 +239,7 @@ def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool
     plan = _plans.get(cache_key)
     if plan is None:
         key = {"value_size": in_dtype.itemsize, "accum": acc.name, "op": kind,
-               "offset_size": 8 if wide else 4, "by_key": by_key}
+               "offset_size": 8 if wide else 4, "by_key": by_key, "exclusive": exclusive}
         policy = select_scan_policy(target.cc, key)
         exact = exact_operator(kind, acc)
         mode = policy.exact_mode if exact else policy.mode
@@ -252,7 +252,7 @@ def _plan(in_dtype: DType, acc: DType, kind: str, op: Any, eq: Any, by_key: bool
                  and (kind == "user" or policy.exclusive_pairs >= 1))
         # a shifted exclusive user tile (reduce-then-scan) carries (ok, value) pairs
         # through its fold: about twice the live values of the inclusive tile a user
-        # row is set for (the tuning key does not tell inclusive from exclusive), so at
+        # row is set for (unless the row names `exclusive`), so at
         # most EXCL_USER_ITEMS items a thread, on the row's tile where EXCL_USER_THREADS
         # allow (sm_90's int32 128 x 64 row: 256 x 32)
         if (kind == "user" and exclusive and not by_key and not pairs

@@ -246,7 +246,7 @@ def _entry_row(schema: AlgorithmSchema, entry: TunedEntry, base: dict) -> _Row:
     where = f"write_table({algorithm}): entry {key_text(entry.key)}"
     for k, v in entry.key.items():
         kf = schema.key_field(k)
-        if kf is None or v not in kf.values:
+        if kf is None or not kf.accepts(v):
             known = [f.name for f in schema.key_fields] if kf is None else list(kf.values)
             raise TuningError(f"{where}: key field {k!r}={v!r}: expected "
                               f"{'a field in ' if kf is None else 'one of '}{known}")

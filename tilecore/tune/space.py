@@ -257,8 +257,9 @@ def space_from_schema(schema: AlgorithmSchema, key: dict, base: dict,
     problems = []
     for kf in schema.key_fields:
         if kf.name not in key:
-            problems.append(f"missing {kf.name!r}")
-        elif key[kf.name] not in kf.values:
+            if kf.required:
+                problems.append(f"missing {kf.name!r}")
+        elif not kf.accepts(key[kf.name]):
             problems.append(f"{kf.name!r}: expected one of {list(kf.values)}, got "
                             f"{key[kf.name]!r}")
     if problems:

@@ -68,6 +68,7 @@ from .strategies import Evaluation, run_search
 from .space import SearchSpace, space_for
 from .studies import (default_storage, entry_from_json, entry_json, open_storage, open_study,
                       parse_sizes, prior_run, study_base_name)
+from ..tunings.schema import schema_for
 from .workloads import Workload, current_policy, gbs, older_policy, workloads
 
 __all__ = ["CaseInfo", "Bench", "BenchRun", "MakeBench", "Ahead", "CaseBench", "Evaluator",
@@ -407,5 +408,6 @@ def _entry(w: Workload, params: dict, baseline: dict, rows: dict[int, list],
                     "new_gbs": round(geomean([r[1] for r in cases]), 3),
                     "speedup": round(s, 4),
                     "noise": None if noise is None else round(noise, 4)}
-    return TunedEntry(dict(w.key), dict(params), dict(baseline), sizes, round(value, 4), 0)
+    return TunedEntry(schema_for(w.algorithm).row_match(w.key), dict(params), dict(baseline),
+                      sizes, round(value, 4), 0)
 

@@ -12,7 +12,9 @@ tests/tune/test_workloads.py checks them against the hubs). The calls timed:
   float16/bfloat16).
 - scan: `DeviceScan.exclusive_sum` (op add: what CUB's scan tuning times,
   cub/benchmarks/bench/scan/exclusive/sum.cu), `.inclusive_scan(op)` for
-  min/max.
+  min/max; the rows written for them leave out `exclusive` (as CUB, one
+  tuning for both scans), where a hand-set row naming it stays the more
+  specific.
 - segmented_reduce: `DeviceSegmentedReduce.sum`, `.min`, `.max` with int32
   offsets (`offsets[:-1]`, `offsets[1:]`), for each segment-length
   distribution of `SEGMENTS`:
@@ -113,13 +115,15 @@ class Workload:
 def tuning_key(algorithm: str, dtype: str, op: str) -> dict:
     """The tuning key the algorithm builds for this call on fewer than 2**31
     items (int32 segment offsets): value_size, accum, op, offset_size, and
-    by_key for scans. The accumulator is CUB's: the sum's `out + in` type
+    by_key and exclusive (the scan `invoke` times: exclusive sums, inclusive
+    min/max) for scans. The accumulator is CUB's: the sum's `out + in` type
     (narrow floats in float32), the input's dtype for min/max."""
     t = D.lookup(dtype)
     acc = sum_accumulator(t, t) if op == "add" else t
     key = {"value_size": t.itemsize, "accum": acc.name, "op": op, "offset_size": 4}
     if algorithm == "scan":
         key["by_key"] = False
+        key["exclusive"] = op == "add"
     return key
 
 

@@ -92,7 +92,7 @@ def _match(value: Any, schema, path: str, line: int) -> dict:
         if kf is None:
             raise TuningError(f"{at}: field match.{k}: unknown tuning-key field; known: "
                               f"{[f.name for f in schema.key_fields]}")
-        if v not in kf.values:
+        if not kf.accepts(v):
             raise TuningError(f"{at}: field match.{k}: expected one of {list(kf.values)}, "
                               f"got {v!r}")
     return dict(m)

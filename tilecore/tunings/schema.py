@@ -7,7 +7,7 @@ it, `override_policy` validates overrides against it, and the tuner
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 __all__ = ["Param", "KeyField", "Constraint", "AlgorithmSchema", "SCHEMAS", "SCHEMA_VERSION",
            "PROVENANCE_FIELDS", "OPTIONAL_PROVENANCE_FIELDS", "TuningError", "schema_for", "validate_params"]
@@ -96,9 +96,18 @@ class Param:
 
 @dataclass(frozen=True)
 class KeyField:
+    """A field of an algorithm's tuning key. A field that is not `required`
+    refines rows (a row may name it, the calls' keys always carry it) but may
+    be missing from a tuner's key: its rows then apply whatever its value."""
     name: str
     values: tuple
     doc: str
+    required: bool = True
+
+    def accepts(self, value: Any) -> bool:
+        """Whether `value` is one of the field's values, of its type too (YAML's
+        `1` is not `true`, nor `true` a value size of 1)."""
+        return any(type(value) is type(v) and value == v for v in self.values)
 
 
 @dataclass(frozen=True)
@@ -120,6 +129,12 @@ class AlgorithmSchema:
 
     def key_field(self, name: str) -> Optional[KeyField]:
         return next((k for k in self.key_fields if k.name == name), None)
+
+    def row_match(self, key: dict) -> dict:
+        """The `match` of a row written for a call of tuning `key`: its required
+        fields (a tuner times one scan of two, and its rows apply to both)."""
+        return {k: v for k, v in key.items()
+                if (f := self.key_field(k)) is None or f.required}
 
     def tuned_params(self) -> tuple[Param, ...]:
         """The fields a tuner searches, in the order it decides them."""
@@ -337,6 +352,11 @@ SCAN = AlgorithmSchema(
                  "operator class ('user': a user function)"),
         KeyField("offset_size", (4, 8), "bytes of the item offsets (8 from 2**31 items)"),
         KeyField("by_key", (False, True), "a *_by_key scan"),
+        KeyField("exclusive", (False, True),
+                 "an exclusive scan (exclusive_sum, exclusive_scan, their by-key forms): "
+                 "a row naming it refines one for both; the tuner times one of the two "
+                 "(exclusive sums, inclusive scans of other operators) and writes rows "
+                 "for both", required=False),
     ),
     constraints=(
         # a thread holds its items in registers: 64K-item tiles spilled, and one took NVRTC 65 s
