@@ -45,13 +45,20 @@ def _numpy() -> _Library:
 
 
 def _cupy() -> _Library:
+    """CuPy's: results, buffers and the current stream of x's device, which
+    need not be the current one (the cached paths, of one-GPU processes only,
+    allocate on the current device: `allocator`)."""
     import cupy as cp
 
-    def stream(x):
-        return cp.cuda.get_current_stream()
+    def empty(shape, dtype, like):
+        with like.device:
+            return cp.empty(shape, dtype.numpy_dtype)
 
-    return _Library(lambda shape, dtype, like: cp.empty(shape, dtype.numpy_dtype),
-                    lambda x: x.reshape(-1), stream,
+    def stream(x):
+        with x.device:
+            return cp.cuda.get_current_stream()
+
+    return _Library(empty, lambda x: x.reshape(-1), stream,
                     lambda x, s: ("cupy", x.device.id, s.ptr), lambda dtype: dtype.numpy_dtype)
 
 

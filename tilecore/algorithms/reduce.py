@@ -204,7 +204,7 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any
     needed, aliases = plan.layout(grid)
     if temp_storage is None:
         return needed
-    buf = temp_buffer(temp_storage, host)
+    buf = temp_buffer(temp_storage, host, plan.target.device_id)
     check_size(needed, buf.nbytes)
     if host:
         stream = None

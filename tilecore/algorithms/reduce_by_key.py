@@ -356,7 +356,7 @@ def _general(temp_storage, d_keys_in, d_unique_out, d_values_in, d_aggregates_ou
     if n <= policy.small_max_items:     # one launch, no temporary storage
         needed = Layout(0).size()
         if temp_storage is not None:
-            check_size(needed, temp_buffer(temp_storage, host).nbytes)
+            check_size(needed, temp_buffer(temp_storage, host, target.device_id).nbytes)
             if n:
                 small.launch(None if host else stream, a_keys.obj, a_vals.obj, a_uniq.obj,
                              a_aggs.obj, a_runs.obj, n)
@@ -367,7 +367,7 @@ def _general(temp_storage, d_keys_in, d_unique_out, d_values_in, d_aggregates_ou
     large = make_large(n)
     if temp_storage is None:
         return large.needed
-    buf = temp_buffer(temp_storage, host)
+    buf = temp_buffer(temp_storage, host, target.device_id)
     check_size(large.needed, buf.nbytes)
     views = host_views(buf.host, large.aliases) if host else \
         views_at(buf.ptr, large.aliases, buf.device_id)

@@ -143,7 +143,7 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, x: Any
     needed = plan.layout(n, fits[-1])[1]["bytes"]
     if temp_storage is None:
         return needed
-    buf = temp_buffer(temp_storage, host)
+    buf = temp_buffer(temp_storage, host, plan.target.device_id)
     check_size(needed, buf.nbytes)
     if n == 0:
         return needed

@@ -309,7 +309,7 @@ def _run(plan: _Plan, temp_storage: Any, host: bool, stream: Any, n: int, a_in: 
     needed = run.needed
     if temp_storage is None:
         return needed
-    buf = temp_buffer(temp_storage, host)
+    buf = temp_buffer(temp_storage, host, plan.target.device_id)
     check_size(needed, buf.nbytes)
     if host:
         run.go(None, a_in.obj, a_b.obj, a_e.obj, outs, n, init, run.host_partials(buf.host))
@@ -328,7 +328,7 @@ def _run_converted(plan: _Plan, run: _Launches, temp_storage: Any, host: bool, s
     needed = layout.size()
     if temp_storage is None:
         return needed
-    buf = temp_buffer(temp_storage, host)
+    buf = temp_buffer(temp_storage, host, plan.target.device_id)
     layout.map_to_buffer(buf.nbytes)
     if host:
         stream = None

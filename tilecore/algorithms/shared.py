@@ -38,14 +38,20 @@ def target_of(args: Sequence[tuple[str, Arg]]) -> Target:
     return device_target(next(a.device_id for _, a in args if a.device_id >= 0))
 
 
-def temp_buffer(temp_storage: Any, host: bool):
-    """The bytes of `temp_storage`, which must live where the data do."""
+def temp_buffer(temp_storage: Any, host: bool, device_id: int):
+    """The bytes of `temp_storage`, which must live where the data do: on the
+    host, or on the data's GPU `device_id` (-1: not known)."""
     t = describe(temp_storage, "temp_storage")
     if t.host != host:
         raise TypeError('Invalid argument "temp_storage": it is a '
                         + ("host NumPy array but the data are GPU arrays" if t.host else
                            "GPU array but the data are host NumPy arrays (the interpreter)"))
-    return host_buffer(t.obj) if host else device_buffer(t.fields)
+    if host:
+        return host_buffer(t.obj)
+    if device_id >= 0 and t.device_id >= 0 and t.device_id != device_id:
+        raise ValueError(f'Invalid argument "temp_storage": it is on GPU {t.device_id} but the '
+                         f"data are on GPU {device_id}")
+    return device_buffer(t.fields)
 
 
 def check_dtype(a: Arg, name: str, allowed: Sequence[DType] = NUMERIC) -> None:
