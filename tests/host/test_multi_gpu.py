@@ -100,6 +100,28 @@ def test_arrays_of_two_devices_are_an_error_before_anything_runs():
 
 @pytest.mark.gpu
 @needs_two_gpus
+def test_a_stream_of_another_gpu_is_an_error_and_nothing_runs():
+    import cupy as cp
+    x, y = _inputs(4)
+    dx, dy, dout = (_on(cp, 1, a) for a in (x, y, np.zeros(N)))
+    total = _on(cp, 1, np.zeros(1))
+    with cp.cuda.Device(1):
+        temp = cp.zeros(1 << 20, cp.uint8)
+    with cp.cuda.Device(0):
+        s0 = cp.cuda.Stream(non_blocking=True)
+    with pytest.raises(ct.TileLaunchError, match="belongs to another device"):
+        ct.launch(s0, (ct.cdiv(N, TILE),), scaled_sum, (dx, dy, dout, 2.0, TILE))
+    with pytest.raises(ct.TileLaunchError, match="belongs to another device"):
+        DeviceReduce.sum(temp, dx, total, N, s0)
+    cp.cuda.Device(1).synchronize()
+    assert not cp.asnumpy(dout).any() and float(total[0]) == 0.0
+    ct.launch(None, (ct.cdiv(N, TILE),), scaled_sum, (dx, dy, dout, 2.0, TILE))  # still usable
+    cp.cuda.Device(1).synchronize()
+    np.testing.assert_allclose(cp.asnumpy(dout), 2.0 * x + y, rtol=1e-14, atol=1e-14)
+
+
+@pytest.mark.gpu
+@needs_two_gpus
 def test_the_two_phase_algorithms_alternating_between_devices():
     """The same calls (same sizes and dtypes: the same cached plans and
     signatures) alternately on GPU 1 and GPU 0, with GPU 0 current."""
@@ -142,8 +164,14 @@ def test_the_convenience_layer_returns_arrays_on_the_inputs_device():
         dx = _on(cp, device, x)
         with cp.cuda.Device(1 - device):
             s, c, i = A.sum(dx), A.cumsum(dx), A.argmax(dx)
-        for r in (s, c, i):
+        offsets = _on(cp, device, np.array([0, 7, 7, 30_000, 50_001]))
+        with cp.cuda.Device(1 - device):
+            seg = A.segmented_sum(dx, offsets)
+        for r in (s, c, i, seg):
             assert r.device.id == device
+        np.testing.assert_allclose(
+            cp.asnumpy(seg), [x[:7].sum(dtype=np.float64), 0.0, x[7:30_000].sum(dtype=np.float64),
+                              x[30_000:].sum(dtype=np.float64)], rtol=1e-5, atol=1e-3)
         np.testing.assert_allclose(float(s), x.astype(np.float64).sum(), rtol=1e-5, atol=1e-3)
         np.testing.assert_allclose(cp.asnumpy(c), np.cumsum(x.astype(np.float64)),
                                    rtol=1e-4, atol=1e-3)
@@ -160,7 +188,8 @@ def test_torch_tensors_on_the_second_gpu():
     with torch.cuda.device(0):
         ct.launch(torch.cuda.current_stream(1), (ct.cdiv(x.size, TILE),), scaled_sum,
                   (t, t, out, 3.0, TILE))
-        s = A.sum(t)
-    assert out.device == t.device == s.device
+        s, c = A.sum(t), A.cumsum(t)
+    assert out.device == t.device == s.device == c.device
     np.testing.assert_allclose(out.cpu().numpy(), 4.0 * x, rtol=1e-15)
     np.testing.assert_allclose(float(s), x.sum(), rtol=1e-12)
+    np.testing.assert_allclose(c.cpu().numpy(), np.cumsum(x), rtol=1e-12, atol=1e-10)
