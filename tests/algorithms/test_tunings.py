@@ -128,6 +128,8 @@ BAD = [
     ("default: {block_threads: 256, warp_size: 3}\n", 5, "unknown reduce parameter 'warp_size'"),
     ("tunings:\n  - match: {value_size: 3}\n    params: {items_per_thread: 2}\n", 6,
      "field match.value_size: expected one of [1, 2, 4, 8], got 3"),
+    ("tunings:\n  - match: {value_size: true}\n    params: {items_per_thread: 2}\n", 6,
+     "field match.value_size: expected one of [1, 2, 4, 8], got True"),   # not 1: a bool
     ("tunings:\n  - match: {dtype: float32}\n    params: {items_per_thread: 2}\n", 6,
      "field match.dtype: unknown tuning-key field"),
     ("tunings:\n  - match: {op: add}\n    params: {items_per_thread: 0}\n", 7,

@@ -58,6 +58,7 @@ from typing import Callable, Iterator, Optional, Protocol, Sequence
 
 import optuna
 
+from ..tunings.schema import schema_for
 from . import measure as M
 from .evaluate import (RACE_CAP, RACE_MARGIN, Bench, BenchRun, CaseBench, CaseInfo, Evaluator,
                        MakeBench, describe_error, geomean)
@@ -68,7 +69,6 @@ from .strategies import Evaluation, run_search
 from .space import SearchSpace, space_for
 from .studies import (default_storage, entry_from_json, entry_json, open_storage, open_study,
                       parse_sizes, prior_run, study_base_name)
-from ..tunings.schema import schema_for
 from .workloads import Workload, current_policy, gbs, older_policy, workloads
 
 __all__ = ["CaseInfo", "Bench", "BenchRun", "MakeBench", "Ahead", "CaseBench", "Evaluator",
