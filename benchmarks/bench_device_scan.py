@@ -21,8 +21,8 @@ reaches about 91% of the 1 GiB copy's bandwidth).
                                            [--dtypes float32,int32,float64,int64,float16]
 
 --user-sweep also times the 4-byte user operator with other tiles at 2^27;
---chunk-sweep the items a thread holds together (vector_width 2 and 8) at every size,
-for 8-byte values the user operator too (default chunks and 2);
+--chunk-sweep the items a thread holds together (vector_width 0, the compiler's, 2 and 8)
+at every size, for 8-byte values the user operator too (0 and 2);
 --excl-sweep the exclusive scans' alternatives (exclusive_pairs,
 exclusive_inverse) at every size.
 --sweep also times policy candidates through override_policy, to fill
@@ -75,9 +75,10 @@ SWEEP = [dict(_ALL),                                                  # the ship
 EXCL_SWEEP = [dict(_ALL, exclusive_pairs=1),
               dict(_ALL, exclusive_pairs=1, block_threads=512),
               dict(_ALL, block_threads=512, exclusive_inverse=1)]
-# the items a thread holds together (--chunk-sweep, every size): 8-byte values sit in
-# 4-item (32-byte) chunks beside their int32 status words by default
-CHUNK_SWEEP = [dict(_ALL, vector_width=2), dict(_ALL, vector_width=8)]
+# the items a thread holds together (--chunk-sweep, every size), whatever the table says:
+# the compiler's (0: 8-byte values beside int32 status words in 4-item, 32-byte chunks),
+# 16-byte chunks of 8-byte values (2), and 8
+CHUNK_SWEEP = [dict(_ALL, vector_width=w) for w in (0, 2, 8)]
 # tiles for the user operator (--user-sweep, at 2^27 beside the shipped user row)
 USER_SWEEP = [dict(_ALL, block_threads=512, items_per_thread=64),
               dict(_ALL, block_threads=256, items_per_thread=64),
@@ -196,13 +197,13 @@ def _impls(x, y, exclusive: bool, sweep: bool, log2n: int, user_sweep: bool,
         for p in CHUNK_SWEEP:
             impls[f"tilecore {_tag(p)}"] = TileScan(x, y, exclusive, p)
     # the user operator: at 2^27 (the goal's size), at every size in the chunk sweep of
-    # 8-byte values, there in 2-item chunks too
+    # 8-byte values, there in the compiler's chunks and in 2-item chunks too
     if log2n == 27 and x.dtype in (cp.float32, cp.int32, cp.float64, cp.int64) or \
             chunk_sweep and wide:
         impls["tilecore user_add"] = TileScan(x, y, exclusive, op=user_add)
     if chunk_sweep and wide:
-        p = CHUNK_SWEEP[0]
-        impls[f"tilecore user_add {_tag(p)}"] = TileScan(x, y, exclusive, p, user_add)
+        for p in CHUNK_SWEEP[:2]:
+            impls[f"tilecore user_add {_tag(p)}"] = TileScan(x, y, exclusive, p, user_add)
     if log2n == 27 and user_sweep and not exclusive and not wide:
         for p in USER_SWEEP:
             impls[f"tilecore user_add {_tag(p)}"] = TileScan(x, y, exclusive, p, user_add)

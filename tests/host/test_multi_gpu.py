@@ -13,11 +13,9 @@ from tilecore.algorithms import DeviceReduce, DeviceScan, DeviceSegmentedReduce
 
 
 def _gpu_count() -> int:
-    try:
-        import cupy
-        return cupy.cuda.runtime.getDeviceCount()
-    except Exception:          # no CuPy, no driver, no device: not two GPUs
-        return 0
+    from tilecore.runtime import device_count
+    from tilecore.runtime.driver import has_gpu
+    return device_count() if has_gpu() else 0
 
 
 needs_two_gpus = pytest.mark.skipif(_gpu_count() < 2, reason="needs two GPUs")
