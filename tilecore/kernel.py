@@ -6,6 +6,7 @@ specializations (IR per argument signature). It is launched with
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import typing
@@ -50,7 +51,20 @@ class Kernel:
         self.param_names = tuple(self.signature.parameters)
         self._ir: dict[tuple, Function] = {}
         self.backend_cache: dict = {}  # owned by the CUDA launch path
+        self._early: Optional["Kernel"] = None
         functools.update_wrapper(self, pyfunc)
+
+    def for_early_start(self) -> "Kernel":
+        """The kernel as a launch with programmatic_dependent_launch=True runs it:
+        where its code calls grid_dependency_control_wait(), what comes before the
+        wait may run while the stream's previous kernel still runs (without the
+        option the whole kernel waits first). A separate Kernel, made once, so
+        each keeps its own specializations and fast launchers."""
+        if self.options.early_start:
+            return self
+        if self._early is None:
+            self._early = Kernel(self.pyfunc, dataclasses.replace(self.options, early_start=True))
+        return self._early
 
     def __call__(self, *args, **kwargs):
         raise TypeError(f"Kernel {self.__name__}() cannot be called directly; launch it with "

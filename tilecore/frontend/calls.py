@@ -205,6 +205,19 @@ _register(L.num_tiles, M.num_tiles)
 _register(L.load, M.load)
 _register(L.prefetch, M.prefetch)
 _register(L.store, M.store)
+
+
+def _grid_control(name: str):
+    """Programmatic dependent launch's two statements: no operands, no result
+    (the launch decides whether they act: language/ops.py)."""
+    def handler(lw, a, loc):
+        lw.b.emit(name, (), (), {}, (), loc)
+        return Const(None)
+    return handler
+
+
+_register(L.grid_dependency_control_wait, _grid_control("grid_wait"))
+_register(L.grid_dependency_control_launch_dependents, _grid_control("grid_launch_dependents"))
 _register(L.gather, M.gather)
 _register(L.scatter, M.scatter)
 for _fn in ("add", "max", "min", "and", "or", "xor", "xchg"):

@@ -36,7 +36,8 @@ __all__ = ["HANDLERS"]
 _ALLOWED = frozenset({"constant", "astype", "bitcast", "unary", "binary", "compare", "where", "reshape",
                       "broadcast", "bid", "num_blocks"})
 _NESTED = frozenset({"reduce", "argreduce", "scan", "fold"})
-_MEMORY = frozenset({"load", "prefetch", "store", "gather", "scatter"})
+_MEMORY = frozenset({"load", "prefetch", "store", "gather", "scatter", "grid_wait",
+                     "grid_launch_dependents"})
 _USER_NAMES = {"iota": "arange()", "permute": "permute()", "array_dim": "Array.shape",
                "array_stride": "Array.strides"}
 

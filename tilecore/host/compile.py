@@ -111,7 +111,8 @@ def codegen_options(kernel: Kernel, arch: str) -> CodegenOptions:
         num_ctas = 1  # the hint is ignored where clusters do not exist
     return CodegenOptions(num_threads=threads, occupancy=resolve(o.occupancy, arch),
                           opt_level=resolve(o.opt_level, arch, 3), num_ctas=num_ctas, arch=arch,
-                          vector_width=resolve(o.vector_width, arch))
+                          vector_width=resolve(o.vector_width, arch),
+                          early_start=o.early_start)
 
 
 # Threads per SM that the launch bounds of a compact kernel ask to be resident
@@ -246,17 +247,23 @@ def numpy_array_spec(a: np.ndarray) -> ArraySpec:
                         tuple(s // item for s in a.strides), item)
 
 
-def compile(kernel: Kernel, args: Sequence[Any], *, arch: Optional[str] = None
-            ) -> CompiledKernel:
+def compile(kernel: Kernel, args: Sequence[Any], *, arch: Optional[str] = None,
+            programmatic_dependent_launch: bool = False) -> CompiledKernel:
     """Compile `kernel` ahead of time for `arch` without a GPU.
 
     `args` are what a launch takes: NumPy arrays (stand-ins for device arrays:
     their dtype, rank, shape, strides and alignment count), device arrays,
     numbers (for their dtype) and the values of Constant parameters. `arch`
-    defaults to TILECORE_ARCH, else "sm_90"."""
+    defaults to TILECORE_ARCH, else "sm_90". `programmatic_dependent_launch`:
+    the kernel as a launch with that option runs it (see launch)."""
     if not isinstance(kernel, Kernel):
         raise TypeError(f'Invalid argument "kernel" of compile(): expected a @tilecore.kernel, '
                         f"got {type(kernel).__name__}")
+    if not isinstance(programmatic_dependent_launch, bool):
+        raise TypeError(f'Invalid argument "programmatic_dependent_launch" of compile(): '
+                        f"expected a bool, got {programmatic_dependent_launch!r}")
+    if programmatic_dependent_launch:
+        kernel = kernel.for_early_start()
     if arch is None:
         arch = config.arch() or "sm_90"
     if not (isinstance(arch, str) and arch.startswith("sm_") and arch[3:].rstrip("af").isdigit()):

@@ -58,12 +58,22 @@ def _route(kernel: Kernel, args: tuple) -> str:
     return route
 
 
-def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /) -> None:
+def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
+           programmatic_dependent_launch: bool = False) -> None:
     """Queue `kernel` over `grid` (1 to 3 non-negative ints) with `kernel_args` on `stream`.
 
     A grid with a zero extent runs no block, but the arguments are checked as
     for any launch (and on the GPU the kernel is compiled), so a bad call fails
-    the same way whatever the data size."""
+    the same way whatever the data size. With `programmatic_dependent_launch`
+    (as cuTile), a kernel that calls grid_dependency_control_wait() may start
+    before the stream's previous kernel has finished, and runs the code before
+    that wait meanwhile (sm_90 and newer; elsewhere the option changes nothing)."""
+    if programmatic_dependent_launch is not False:
+        if programmatic_dependent_launch is not True:
+            raise TypeError(f'Invalid argument "programmatic_dependent_launch" of launch(): '
+                            f"expected a bool, got {programmatic_dependent_launch!r}")
+        if type(kernel) is Kernel:
+            kernel = kernel.for_early_start()
     if type(kernel) is Kernel:
         cache = kernel.backend_cache
         fast = cache.get("fast_launch")

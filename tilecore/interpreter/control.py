@@ -65,6 +65,13 @@ def _terminator(kind: str):
     return rule
 
 
-RULES = {"if": _if, "for": _for, "while": _while,
+def _grid_control(ctx: BlockContext, op: Op, args: list) -> tuple:
+    """grid_wait / grid_launch_dependents: the interpreter runs kernels one after
+    another, each wholly after the one before, so neither has anything to do."""
+    return ()
+
+
+RULES = {"grid_wait": _grid_control, "grid_launch_dependents": _grid_control,
+         "if": _if, "for": _for, "while": _while,
          "yield": _terminator("yield"), "continue": _terminator("continue"),
          "break": _terminator("break")}

@@ -103,6 +103,13 @@ prefetch   (arr, *index) {shape, order, steps}
                                          value and orders no access: passes keep it (it is
                                          not dead code) but need not order other accesses
                                          around it, and it is no write of arr.
+grid_wait  ()                         -> no result: waits until the grid before this one in
+                                         the stream has finished and its writes are visible
+                                         (programmatic dependent launch). A fence: no access
+                                         moves above it. A kernel that has one starts with no
+                                         automatic wait when launched for early start.
+grid_launch_dependents ()             -> no result: lets the stream's next grid start before
+                                         this one finishes; orders no access.
 store      (arr, tile, *index) {shape, order, steps, check_bounds, latency, allow_tma}
                                       -> no result; same addressing as load; out-of-bounds
                                          elements are dropped (a tile wholly outside writes
@@ -190,5 +197,6 @@ ATOMIC_FNS = ("add", "max", "min", "and", "or", "xor", "xchg")
 
 OPS = ("constant", "bid", "num_blocks", "array_dim", "array_stride", "iota", "broadcast",
        "reshape", "permute", "astype", "bitcast", "unary", "binary", "compare", "where", "reduce",
-       "argreduce", "scan", "fold", "load", "prefetch", "store", "gather", "scatter", "atomic_rmw",
+       "argreduce", "scan", "fold", "load", "prefetch", "grid_wait",
+       "grid_launch_dependents", "store", "gather", "scatter", "atomic_rmw",
        "atomic_cas", "if", "for", "while") + TERMINATORS

@@ -21,6 +21,7 @@ __all__ = [
     "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor",
     "atomic_xchg", "atomic_cas",
     "cumsum", "cumprod", "scan", "reduce",
+    "grid_dependency_control_wait", "grid_dependency_control_launch_dependents",
 ]
 
 TILE_FUNCTIONS: dict[str, object] = {}
@@ -81,6 +82,26 @@ def prefetch(array, /, index, shape, *, order="C"):
     bring them into the L2 cache. No result and no effect on any value: elements
     outside the array are skipped (a tile wholly outside prefetches nothing), and
     it orders no other access. Arguments are checked as load's."""
+
+
+@_tile_only
+def grid_dependency_control_wait():
+    """Wait until the kernel before this one in the stream has finished and its
+    writes are visible. Only a launch with `programmatic_dependent_launch=True`
+    lets a kernel start before its predecessor has finished, and there the
+    statements before this wait may run while the predecessor still runs (they
+    must not read what it writes, nor write what it reads). Without that option,
+    or where there is no such launch (below sm_90, the interpreter), the whole
+    kernel runs after its predecessor and this returns at once."""
+
+
+@_tile_only
+def grid_dependency_control_launch_dependents():
+    """Let the next kernel of the stream, if launched with
+    `programmatic_dependent_launch=True`, start before this one has finished
+    (once every block of this kernel has called this or exited). It does not
+    make this kernel's writes visible: the next kernel still sees them only
+    after its own `grid_dependency_control_wait()`. Repeated calls do nothing more."""
 
 
 @_tile_only

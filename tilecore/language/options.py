@@ -92,6 +92,9 @@ class KernelOptions:
     num_worker_warps: Option = None
     num_threads: Option = None
     vector_width: Option = None
+    # not a decorator option: set on the copy of a kernel that a launch with
+    # programmatic_dependent_launch=True runs (Kernel.for_early_start)
+    early_start: bool = False
 
 
 def validate_options(kwargs: dict[str, Any]) -> KernelOptions:

@@ -166,6 +166,7 @@ def replace_hints(kernel: Kernel, **hints: Any) -> Kernel:
     if not hints:
         return kernel
     options = dataclasses.asdict(kernel.options)
+    early = options.pop("early_start")      # not a hint: the launch's (Kernel.for_early_start)
     if any(hints.get(name) is not None for name in _BLOCK_SIZE_OPTIONS):
         for name in _BLOCK_SIZE_OPTIONS:    # one of the two sets the block size
             options[name] = None
@@ -174,7 +175,8 @@ def replace_hints(kernel: Kernel, **hints: Any) -> Kernel:
     per_kernel = _HINTED.setdefault(kernel, {})
     hinted = per_kernel.get(key)
     if hinted is None:
-        hinted = per_kernel[key] = make_kernel(kernel.pyfunc, **options)
+        hinted = make_kernel(kernel.pyfunc, **options)
+        per_kernel[key] = hinted = hinted.for_early_start() if early else hinted
     return hinted
 
 

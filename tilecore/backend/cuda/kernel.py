@@ -7,7 +7,10 @@ elements); for a scalar: its value in its exact dtype (16-bit floats and
 8/4-bit formats as raw bits). Dynamic shared memory of
 `smem_bytes` must be passed at launch; the block is 1-D of `block_threads`.
 The body starts with `tc::wait_for_prior_grid()`, which makes every kernel safe
-to launch with programmatic dependent launch (runtime/launch.py).
+to launch with programmatic dependent launch (runtime/launch.py); only a kernel
+launched for early start (`programmatic_dependent_launch=True`) that waits
+itself (grid_dependency_control_wait) leaves it out, and may run the code
+before its own wait while the previous grid still runs.
 """
 from __future__ import annotations
 
@@ -70,6 +73,7 @@ class CodegenOptions:
     arch: str = "sm_90"
     line_directives: bool = False
     vector_width: int | None = None     # chunk elements (layout.Layout.vk); None: the kernel's
+    early_start: bool = False   # launched for early start: an explicit grid_wait replaces the first
 
 
 @dataclass(frozen=True)
@@ -171,7 +175,9 @@ def generate(fn: Function, arrays: dict[int, ArraySpec], options: CodegenOptions
     src += [""] + ctx.functions if ctx.functions else []  # a compact kernel's (outline.py)
     src += ["", f'extern "C" __global__ void __launch_bounds__({bounds})']
     params = (",\n" + " " * (len(entry) + 1)).join(decls)
-    src += [f"{entry}({params}) {{", "  tc::wait_for_prior_grid();"]
+    src += [f"{entry}({params}) {{"]
+    if not (options.early_start and any(op.name == "grid_wait" for op in fn.walk())):
+        src += ["  tc::wait_for_prior_grid();"]
     if ctx.smem_bytes:
         src += ["  extern __shared__ __align__(16) unsigned char tc_smem[];"]
     src += ctx.lines + ["}", ""]

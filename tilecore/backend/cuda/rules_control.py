@@ -122,5 +122,14 @@ def _break(ctx: Ctx, op: Op) -> None:
     ctx.line("break;")
 
 
-RULES = {"if": _if, "for": _for, "while": _while, "yield": _yield,
+def _grid_wait(ctx: Ctx, op: Op) -> None:
+    ctx.line("tc::wait_for_prior_grid();")
+
+
+def _grid_launch_dependents(ctx: Ctx, op: Op) -> None:
+    ctx.line("tc::launch_dependent_grids();")
+
+
+RULES = {"grid_wait": _grid_wait, "grid_launch_dependents": _grid_launch_dependents,
+         "if": _if, "for": _for, "while": _while, "yield": _yield,
          "continue": _continue, "break": _break}

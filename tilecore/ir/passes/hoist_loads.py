@@ -16,7 +16,9 @@ above an if/for/while
 the program never runs it), nor into or out of regions. Atomics and loads or
 stores with a memory order are fences for this pass: no read moves above one
 (an acquire orders later reads after it; other blocks may write what follows
-it), and an ordered load itself never moves. A prefetch stays where it is
+it), and an ordered load itself never moves. Nor does a read move above the
+wait for the previous grid (grid_wait): what that grid writes is only
+visible after it. A prefetch stays where it is
 written (the kernel chose how far ahead it runs) and is no fence: it reads
 nothing a later op sees, so reads move above it.
 """
@@ -34,8 +36,8 @@ _WRITES = ("store", "scatter")
 
 
 def _fence(op: Op) -> bool:
-    """An atomic, or a load/store with a memory order."""
-    return op.name in ("atomic_rmw", "atomic_cas") or "memory_order" in op.attrs
+    """An atomic, a load/store with a memory order, or the wait for the previous grid."""
+    return op.name in ("atomic_rmw", "atomic_cas", "grid_wait") or "memory_order" in op.attrs
 
 
 def _hoist_block(block: Block) -> None:

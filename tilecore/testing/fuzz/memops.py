@@ -225,6 +225,18 @@ def prefetch(g: Gen) -> bool:
     return True
 
 
+def grid_control(g: Gen) -> bool:
+    """Programmatic dependent launch's statements, anywhere: the fuzzer's launches
+    are plain ones, where neither changes a value (the wait then returns at once)."""
+    if g.chance(0.5):
+        g.emit("ct.grid_dependency_control_wait()")
+        g.feature("grid_control", "wait")
+    else:
+        g.emit("ct.grid_dependency_control_launch_dependents()")
+        g.feature("grid_control", "launch_dependents")
+    return True
+
+
 def store_now(g: Gen) -> bool:
     v = g.pick(lambda v: v.dtype in ARITH + STORAGE_ONLY and v.name not in ("b0", "b1", "b2", "bl"))
     if v is None:
@@ -242,5 +254,5 @@ OPS = {
     "array_scalar": (3, array_scalar), "load": (5, load), "gather": (4, gather),
     "raw_load": (1.5, raw_load),
     "scatter": (2.5, scatter), "store": (2.5, store_now), "inplace": (2, inplace),
-    "prefetch": (1, prefetch),
+    "prefetch": (1, prefetch), "grid_control": (0.5, grid_control),
 }

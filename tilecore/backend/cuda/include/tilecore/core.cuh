@@ -36,6 +36,15 @@ __device__ __forceinline__ void wait_for_prior_grid() {
 #endif
 }
 
+// Lets the stream's next grid, when launched for early start, begin before this
+// one finishes (once every block has called this or exited). Orders no access:
+// the next grid still waits (above) before it sees this grid's writes.
+__device__ __forceinline__ void launch_dependent_grids() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+
 // Linear (row-major) tile element held by this thread as its k-th element:
 // chunks of V consecutive elements dealt round-robin to the T threads.
 // A one-element tile is replicated: every thread holds element 0.
