@@ -781,14 +781,23 @@ def launches_of(monkeypatch, single_pass_kernel):
     return seen
 
 
+def tickets(tiles: int, grid_max: int) -> int:
+    """Where the ticket counter of a scan loading ahead over `tiles` tiles ends:
+    each of the min(tiles, grid_max) blocks takes one ticket past the tiles, and
+    no ticket is drawn when there is a block for every tile (block b holds tile b)."""
+    grid = min(tiles, grid_max)
+    return 0 if grid >= tiles else tiles + grid
+
+
 @pytest.mark.parametrize("n", SIZES)
 def test_load_ahead_sizes(monkeypatch, n):
     """load_ahead=1 at sizes around the tile (0, 1, partial tiles, tile +- 1, many
     tiles): inclusive and exclusive sums, exclusive with init, inclusive with
     init (wide values), nothing written past num_items. Over several tiles the
     grid is min(tiles, sm_count * blocks_per_sm) blocks loading ahead, and each
-    takes one ticket past the tiles (the counter ends at tiles + grid); one
-    tile runs as one block, as without load_ahead."""
+    takes one ticket past the tiles (the counter ends at tiles + grid) unless
+    there is a block for every tile (block b holds tile b; the counter stays 0);
+    one tile runs as one block, as without load_ahead."""
     seen = launches_of(monkeypatch, K.scan_lookback)
     x = small_ints(np.int32, n)
     c = np.cumsum(x, dtype=np.int32)
@@ -810,13 +819,14 @@ def test_load_ahead_sizes(monkeypatch, n):
         if tiles == 1:
             assert (grid, pipe) == ((1,), False)
         else:
-            assert (grid, pipe, counter) == ((min(tiles, 4),), True, tiles + min(tiles, 4))
+            assert (grid, pipe, counter) == ((min(tiles, 4),), True, tickets(tiles, 4))
 
 
 @pytest.mark.parametrize("blocks_per_sm", [1, 3, 32])
 def test_load_ahead_grids(monkeypatch, blocks_per_sm):
     """Grids of 2 and 6 blocks for 10 tiles, and of every tile (10 of 64): same
-    results; each block takes exactly one ticket past the tiles."""
+    results; each block takes exactly one ticket past the tiles, and with a block
+    for every tile none (block b holds tile b)."""
     seen = launches_of(monkeypatch, K.scan_lookback)
     n = 9 * TILE + 7
     m = dict(AHEAD, blocks_per_sm=blocks_per_sm)
@@ -829,7 +839,7 @@ def test_load_ahead_grids(monkeypatch, blocks_per_sm):
     run(S.inclusive_scan, u, yu, affine, n, mode=m)
     np.testing.assert_array_equal(yu, affine_scan_ref(u))
     grid = min(10, 2 * blocks_per_sm)
-    assert seen == [((grid,), True, 10 + grid)] * 2
+    assert seen == [((grid,), True, tickets(10, grid))] * 2
 
 
 def test_load_ahead_in_place_by_key_and_user():
@@ -926,7 +936,7 @@ def test_groups_load_ahead_gives_the_same_bits(monkeypatch, n):
     ahead = [s for s in seen if s[1]]
     assert len(ahead) == (4 if tiles > 1 else 0)
     for grid, pipe, counter in ahead:
-        assert (grid, counter) == ((min(tiles, 4),), tiles + min(tiles, 4))
+        assert (grid, counter) == ((min(tiles, 4),), tickets(tiles, 4))
 
 
 @pytest.mark.float_scratch("status", "vals")   # float aggregates: rounded as each backend folds

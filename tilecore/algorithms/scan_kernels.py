@@ -33,7 +33,11 @@ every association gives the same bits):
 - `scan_lookback` (mode 2, exact operators only): the decoupled look-back of
   examples/lookback_scan.py (its docstring). Blocks take tile numbers from an
   atomic ticket counter, so a block only waits for tiles taken earlier by
-  running blocks. It folds whatever aggregates and prefixes it finds, so its
+  running blocks; except where a grid of at most the resident blocks loading
+  ahead has a block for every tile (mid sizes): there block b holds tile b, as
+  in CUB's scan (blocks start in index order, and all of them are resident),
+  and the counter, whose L2 home decided 10-17% of a 2^20 scan's speed
+  (RESULTS, thirty-first session), is not touched. It folds whatever aggregates and prefixes it finds, so its
   association depends on timing: the policy refuses it for other operators.
   With PIPE (the policy's load_ahead) a grid of about the resident blocks
   takes tiles until the input ends, each block loading its next tile and
@@ -293,7 +297,9 @@ def scan_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, SIZE, LANES,
     of the tile it holds and stores it (lookback_rest, groups_rest): memory
     stays busy while it waits, and its predecessors have long published their
     aggregates by the time it looks (one tile a block moves in waves behind the
-    slowest load before it). The ticket of the tile after next is drawn while
+    slowest load before it). With a block for every tile (the grid at most the
+    resident blocks), block b holds tile b and takes no ticket. The ticket of
+    the tile after next is drawn while
     the next one loads, and that tile is prefetched into L2 at once
     (prefetch_tile; the second tile is not: all blocks prefetching it at the
     start delay the first loads, H200 2^24 int32 -4%). No aggregate waits for a
@@ -303,10 +309,16 @@ def scan_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, SIZE, LANES,
     folds without PIPE, in the same association: the same bits. (Never SINGLE:
     the host loads ahead only over several tiles.)"""
     tiles = (n - 1) // TILE + 1
-    t = ticket(counter, False)
-    t_next = t
-    if t < tiles:
-        t_next = ticket(counter, False)     # the next tile's ticket, drawn a tile early
+    if ct.num_blocks(0) >= tiles:
+        # a block for every tile (the grid is the resident blocks, or fewer): the block's
+        # own index is its tile and no counter is touched (module docstring)
+        t = ct.astype(ct.bid(0), counter.dtype)
+        t_next = ct.astype(tiles, counter.dtype)
+    else:
+        t = ticket(counter, False)
+        t_next = t
+        if t < tiles:
+            t_next = ticket(counter, False)     # the next tile's ticket, drawn a tile early
     u, hu, h, a_head, agg = begin_ahead(
         x, keys, y, n, t, tiles, status, vals, P, ct.zeros((TILE,), ACC),
         ct.zeros((TILE,), ct.int32), ct.zeros((TILE,), ct.int32), ct.zeros((1,), ct.int32),

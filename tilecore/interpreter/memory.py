@@ -166,8 +166,11 @@ def _raw_memory(arr: np.ndarray) -> tuple[np.ndarray, int]:
     high = sum((n - 1) * s for n, s in zip(arr.shape, steps) if s > 0)
     first = arr[tuple(slice(n - 1, n) if s < 0 else slice(0, 1)
                       for n, s in zip(arr.shape, steps))]  # the lowest address
-    span = np.lib.stride_tricks.as_strided(first, shape=(high - low + 1,),
-                                           strides=(arr.itemsize,))
+    # strided as unsigned integers of the same width, then viewed back: some NumPy
+    # versions cannot build an array from the interface of an ml_dtypes dtype ('<f1')
+    bits = first.view(np.dtype(f"u{arr.itemsize}"))
+    span = np.lib.stride_tricks.as_strided(bits, shape=(high - low + 1,),
+                                           strides=(arr.itemsize,)).view(arr.dtype)
     return span, -low
 
 
