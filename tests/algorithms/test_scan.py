@@ -439,13 +439,14 @@ def test_policy_tables_and_overrides():
         assert (u.block_threads, u.items_per_thread, u.load_ahead, u.split_status) == \
             (64, 32, 1, 1)
         assert (u.mode, u.exact_mode, u.group_sqrt, u.blocks_per_sm) == (3, 3, 1, 4)
-        assert u.vector_width == 0 and "sm_90.yaml" in u.source
-        # their exclusive scans: the same row in 16-byte chunks (a row naming `exclusive`)
+        # 16-byte chunks for float64, both scans; int64's exclusive scans only (a row
+        # naming `exclusive`)
+        assert u.vector_width == (2 if accum == "float64" else 0) and "sm_90.yaml" in u.source
         for exclusive in (False, True):
             e = select_scan_policy(90, {**key, "value_size": 8, "accum": accum, "op": "user",
                                         "exclusive": exclusive})
-            assert e.vector_width == (2 if exclusive else 0)
-            assert replace(e, vector_width=0, source="") == replace(u, source="")
+            assert e.vector_width == (2 if exclusive or accum == "float64" else 0)
+            assert replace(e, vector_width=0, source="") == replace(u, vector_width=0, source="")
     i64 = select_scan_policy(90, {**key, "value_size": 8, "accum": "int64", "op": "min"})
     assert (i64.block_threads, i64.items_per_thread, i64.load_ahead) == (512, 16, 0)
     assert "sm_80.yaml" in select_scan_policy(86, key).source

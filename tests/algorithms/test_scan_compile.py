@@ -228,9 +228,10 @@ def test_vector_width_compiles(monkeypatch, case):
     ck = ct.compile(kernel, args, arch="sm_90")
     assert "tc::elem<2048, 64, 2>" in ck.source and "tc::elem<2048, 64, 4>" not in ck.source
     assert ck.stack_bytes == 0, f"{case}: spills ({ck.stack_bytes} bytes of stack)"
-    calls = captured(monkeypatch, *CASES[case]())          # the shipped rows: 2 but for
-    shipped = None if case == "user-f64" else 2             # inclusive user operators
-    assert calls[-1][0].options.vector_width == shipped
+    calls = captured(monkeypatch, *CASES[case]())          # the shipped rows: 2 (int64's
+    assert calls[-1][0].options.vector_width == 2           # inclusive user scans: 0)
+    i64 = captured(monkeypatch, S.inclusive_scan, big(np.int64), big(np.int64), add, N)
+    assert i64[-1][0].options.vector_width is None
 
 
 @pytest.mark.interpreter_only
