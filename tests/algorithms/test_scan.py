@@ -843,6 +843,26 @@ def test_load_ahead_grids(monkeypatch, blocks_per_sm):
     assert seen == [((grid,), True, tickets(10, grid))] * 2
 
 
+@pytest.mark.interpreter_only
+def test_load_ahead_in_random_block_order(monkeypatch):
+    """Blocks run in random order (TILECORE_BLOCK_ORDER=random): a grid with a block
+    for every tile would have block b wait for a block that has not run, so the
+    interpreter's plan takes one block fewer and tickets (any order serves); with the
+    order back to sequential, a block for every tile again. Every result exact."""
+    seen = launches_of(monkeypatch, K.scan_lookback)
+    n = 3 * TILE + 5                                    # 4 tiles, 4 blocks at most
+    x = small_ints(np.int32, n)
+    for order, grid in (("random", 3), ("sequential", 4)):
+        monkeypatch.setenv("TILECORE_BLOCK_ORDER", order)
+        for _ in range(4):
+            y = np.zeros_like(x)
+            run(S.inclusive_sum, x, y, n, mode=AHEAD)
+            np.testing.assert_array_equal(y, np.cumsum(x))
+            run(S.exclusive_sum, x, y, n, mode=AHEAD)
+            np.testing.assert_array_equal(y, exclusive_cumsum(x))
+        assert {s for s in seen[-8:]} == {((grid,), True, tickets(4, grid))}
+
+
 def test_load_ahead_in_place_by_key_and_user():
     """load_ahead=1 in place (packed and wide status values, inclusive and
     exclusive), by key (in place, exclusive with init, a user operator with a

@@ -37,8 +37,9 @@ every association gives the same bits):
   ahead has a block for every tile (mid sizes): there block b holds tile b, as
   in CUB's scan (blocks start in index order, and all of them are resident),
   and the counter, whose L2 home decided 10-17% of a 2^20 scan's speed
-  (RESULTS, thirty-first session), is not touched. It folds whatever aggregates and prefixes it finds, so its
-  association depends on timing: the policy refuses it for other operators.
+  (RESULTS, thirty-first session), is not touched. It folds whatever
+  aggregates and prefixes it finds, so its association depends on timing: the
+  policy refuses it for other operators.
   With PIPE (the policy's load_ahead) a grid of about the resident blocks
   takes tiles until the input ends, each block loading its next tile and
   publishing that tile's aggregate before it looks back (`scan_ahead`).
