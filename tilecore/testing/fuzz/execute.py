@@ -241,6 +241,9 @@ def _run_stages(prog: Program, workdir: Path, out: Outcome, gpu: bool, archs: tu
             _, fresh = _host_args(prog)
             for arch in archs:
                 tilecore.compile(kernel, tuple(fresh), arch=arch)
+                if "grid_wait" in out.ops:      # also as launched for early start
+                    tilecore.compile(kernel, tuple(fresh), arch=arch,
+                                     programmatic_dependent_launch=True)
             out.seconds["compile"] = time.perf_counter() - t0
     except Exception as e:  # every failure of a valid program is a finding
         out.status, out.stage = _STATUS[stage], stage
