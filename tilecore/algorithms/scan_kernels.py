@@ -35,8 +35,8 @@ every association gives the same bits):
   atomic ticket counter, so a block only waits for tiles taken earlier by
   running blocks; except where a grid of at most the resident blocks loading
   ahead has a block for every tile (mid sizes): there block b holds tile b, as
-  in CUB's scan (blocks start in index order, and all of them are resident),
-  and the counter, whose L2 home decided 10-17% of a 2^20 scan's speed
+  in CUB's scan (blocks start in index order, so a block waits only for
+  blocks already started), and the counter, whose L2 home decided 10-17% of a 2^20 scan's speed
   (RESULTS, thirty-first session), is not touched. It folds whatever
   aggregates and prefixes it finds, so its association depends on timing: the
   policy refuses it for other operators.
@@ -298,21 +298,21 @@ def scan_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, SIZE, LANES,
     of the tile it holds and stores it (lookback_rest, groups_rest): memory
     stays busy while it waits, and its predecessors have long published their
     aggregates by the time it looks (one tile a block moves in waves behind the
-    slowest load before it). With a block for every tile (the grid at most the
-    resident blocks), block b holds tile b and takes no ticket. The ticket of
-    the tile after next is drawn while
+    slowest load before it). The ticket of the tile after next is drawn while
     the next one loads, and that tile is prefetched into L2 at once
     (prefetch_tile; the second tile is not: all blocks prefetching it at the
     start delay the first loads, H200 2^24 int32 -4%). No aggregate waits for a
     look-back (mode 3: a group's aggregate waits only for the group's tile
     aggregates), and a look-back waits only for what smaller tiles publish,
-    taken by running blocks: no deadlock, resident or not. Mode 3 folds what it
+    taken by running blocks: no deadlock, resident or not. With a block for
+    every tile, block b holds tile b and takes no ticket (a block then waits for
+    blocks of smaller index, which start first). Mode 3 folds what it
     folds without PIPE, in the same association: the same bits. (Never SINGLE:
     the host loads ahead only over several tiles.)"""
     tiles = (n - 1) // TILE + 1
     if ct.num_blocks(0) >= tiles:
-        # a block for every tile (the grid is the resident blocks, or fewer): the block's
-        # own index is its tile and no counter is touched (module docstring)
+        # a block for every tile: the block's own index is its tile and no counter is
+        # touched (module docstring)
         t = ct.astype(ct.bid(0), counter.dtype)
         t_next = ct.astype(tiles, counter.dtype)
     else:

@@ -94,12 +94,12 @@ class _Plan:
         (n, items) and kept (at most LAYOUTS_KEPT), since a layout costs more
         host time than the rest of a cached call. facts["bytes"] is
         layout.size(). Read-only for callers."""
-        key = (n, items or self.items, self.shuffled())
+        key = (n, items or self.items)
         got = self.layouts.get(key)
         if got is None:
             if len(self.layouts) >= LAYOUTS_KEPT:
                 self.layouts.clear()
-            layout, facts = self._build_layout(n, key[1], key[2])
+            layout, facts = self._build_layout(n, key[1])
             facts["bytes"] = layout.size()
             layout.map_to_buffer(facts["bytes"])
             got = self.layouts[key] = (layout, facts)
@@ -108,7 +108,7 @@ class _Plan:
     def launches(self, n: int, items: int, has_init: bool, in_place: bool) -> "_Launches":
         """The launches of a scan of n > 0 items at `items` per thread (made once
         per shape, at most LAYOUTS_KEPT kept)."""
-        key = (n, items, has_init, in_place, self.shuffled())
+        key = (n, items, has_init, in_place)
         got = self.runs.get(key)
         if got is None:
             if len(self.runs) >= LAYOUTS_KEPT:
@@ -116,15 +116,7 @@ class _Plan:
             got = self.runs[key] = _make_launches(self, n, items, has_init, in_place)
         return got
 
-    def shuffled(self) -> bool:
-        """Whether the interpreter runs the grid's blocks in random order
-        (TILECORE_BLOCK_ORDER=random): then no grid loading ahead has a block for
-        every tile, whose block b waits for tile b - 1 of a block that may not
-        have run (scan_ahead); tickets serve any order."""
-        return self.target.device_id < 0 and config.block_order() == "random"
-
-    def _build_layout(self, n: int, items: int, shuffled: bool = False
-                      ) -> tuple[Layout, dict]:
+    def _build_layout(self, n: int, items: int) -> tuple[Layout, dict]:
         p = self.policy
         threads = p.threads_for(n)
         tile = threads * items
@@ -162,7 +154,10 @@ class _Plan:
             # load_ahead (modes 2 and 3, several tiles): about the resident blocks, each taking
             # tiles until its ticket runs past them (one ticket past them a block, so
             # the counter ends at tiles + grid); a block for every tile takes no ticket
-            # (block b holds tile b), but never in blocks run in random order (shuffled)
+            # (block b holds tile b: scan_ahead), except where the interpreter runs blocks
+            # in random order (TILECORE_BLOCK_ORDER=random, read as a size is first
+            # planned): block b may run before b - 1 there, so one block fewer, and tickets
+            shuffled = self.target.device_id < 0 and config.block_order() == "random"
             ahead = facts["ahead"] = self.loads_ahead(tiles)
             grid = facts["grid"] = min(tiles - shuffled, grid_max) if ahead else tiles
             if ahead:
