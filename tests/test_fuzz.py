@@ -24,7 +24,7 @@ from tilecore.testing.fuzz.runner import RunConfig, run_seeds
 from tilecore.testing.fuzz.tolerance import (EXACT, ZSIGN, Tol, compare, join, math_tol,
                                              narrowed)
 
-CPU_SEED, CPU_PROGRAMS = 1_000_000, 300
+CPU_SEED, CPU_PROGRAMS = 1_000_000, 200
 GPU_SEED, GPU_PROGRAMS = 2_000_000, 200
 
 

@@ -1006,8 +1006,30 @@ def assert_same_bits_ahead_or_not(mode, n):
 
 
 # --- mode 3 with groups of GROUPS tiles (one readiness check and one fold) -----------------------
+@pytest.fixture
+def few_group_words(monkeypatch):
+    """K.GROUPS (the groups' words a tile loads, a host-side bound: the kernel gets
+    it as LANES) at 16 instead of 256, with fresh plan caches: the paths where a
+    group has as many tiles as the group words, over two groups and a partial
+    third, in 35 tiles instead of 515 (the interpreter's cost is per tile)."""
+    from tilecore.algorithms import scan as SM, scan_plan as SP
+    monkeypatch.setattr(K, "GROUPS", 16)
+    for module, name in ((SP, "_plans"), (SM, "_sigs")):
+        monkeypatch.setattr(module, name, {})
+    seen = []
+    real = ct.launch
+
+    def spy(stream, grid, kernel, args):
+        real(stream, grid, kernel, args)
+        if kernel.pyfunc is K.scan_groups.pyfunc:
+            seen.append((args[10], args[11]))       # GROUP, LANES
+    monkeypatch.setattr(ct, "launch", spy)
+    yield
+    assert seen and set(seen) == {(16, 16)}, seen
+
+
 @pytest.mark.float_scratch("status", "vals")   # float aggregates: rounded as each backend folds
-def test_groups_of_every_group_word():
+def test_groups_of_every_group_word(few_group_words):
     """group_tiles == K.GROUPS (a group as many tiles as the group words): a
     well-known operator not by key folds its group's aggregates and the groups'
     side by side in one reduction. Over two groups and a partial third: float32
@@ -1342,7 +1364,7 @@ def test_checked_window_reads_a_lagging_lane_again():
     np.testing.assert_array_equal(out[:2], words[:2])
 
 
-def test_split_status_groups_of_every_group_word():
+def test_split_status_groups_of_every_group_word(few_group_words):
     """Split 8-byte values where a group has as many tiles as the group words (mode 3's
     one readiness check then also waits for the second words): float64 sums with init
     in place, full-range int64 in mode 3, a non-commutative 64-bit user operator
