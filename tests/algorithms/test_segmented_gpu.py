@@ -27,9 +27,9 @@ def segments(kind):
     if kind == "short":
         return RNG.integers(0, 256, 5000)            # rows, 8 x 128
     if kind == "uneven":
-        return RNG.integers(1, 4097, 3000)           # long, 2048-item tiles
-    if kind == "long":
-        return np.full(1500, 1 << 14) + RNG.integers(-7, 8, 1500)   # long, a block each (8192)
+        return RNG.integers(1, 4097, 3000)           # rows, a segment a block (1024 x 1)
+    if kind == "long":   # long, a block each (8192-item tiles; 4-byte values: average >= 16384)
+        return np.full(1500, (1 << 14) + 8) + RNG.integers(-7, 8, 1500)
     return np.array([(1 << 22) + 3, 0, 1, 1 << 21])  # long, split over many blocks
 
 
@@ -141,8 +141,8 @@ def test_cuda_graph_capture_and_replay_with_new_data():
 @pytest.mark.parametrize("wide", [False, True])
 def test_cupy_rows_kernel_waves_and_64_bit_bounds(kind, wide, monkeypatch):
     """The rows kernel with 4 row groups per block (enough segments that 132 SMs
-    keep 8 blocks each; on uneven lengths too, where the shipped policy runs the
-    long kernel), on its int32 path and on its int64 path (taken for 2**30 items
+    keep 8 blocks each; on uneven lengths too, where the shipped policy runs a
+    segment a block), on its int32 path and on its int64 path (taken for 2**30 items
     or more; forced here)."""
     cp = pytest.importorskip("cupy")
     from tilecore.algorithms import segmented_reduce as SR

@@ -433,11 +433,20 @@ def test_policy_shapes_from_average_length():
                                      "offset_size": 8})
     assert (p.block_threads, p.long_block_threads) == (128, 256)
     assert choose_shape(p, 1 << 20, 1 << 27, 132, True) == ("rows", 8, 128, 1, 1)
-    # U(1..4096): the long kernel with a tile fitted to the average length
-    assert choose_shape(p, 1 << 18, (1 << 29) + 1000, 132, True) == ("long", 1, 2048, 1, 1)
+    # U(1..4096): the rows kernel, a segment a block in 1024-item steps (4-byte values run
+    # rows up to an average of 16384 items on sm_90), past that the long kernel with a tile
+    # fitted to the average length
+    assert p.long_min_avg_items == 16384
+    assert choose_shape(p, 1 << 18, (1 << 29) + 1000, 132, True) == ("rows", 1, 1024, 1, 1)
     assert choose_shape(p, 1 << 18, 1 << 29, 132, False) == ("rows", 1, 1024, 1, 1)
     assert choose_shape(p, 1 << 16, (1 << 26) - 1, 132, True) == ("rows", 1, 1024, 1, 1)  # 1023
+    assert choose_shape(p, 1 << 14, (1 << 28) - 1, 132, True) == ("rows", 1, 1024, 1, 1)
+    assert choose_shape(p, 1 << 14, 1 << 28, 132, True) == ("long", 1, 8192, 1, 1)   # 16384
     assert choose_shape(p, 1024, 1 << 27, 132, True) == ("long", 1, 8192, 1, 1)
+    with override_policy("segmented_reduce", long_min_avg_items=1024):
+        q = select_segmented_policy(90, {"value_size": 4, "op": "add", "accum": "float32",
+                                         "offset_size": 8})
+    assert choose_shape(q, 1 << 18, (1 << 29) + 1000, 132, True) == ("long", 1, 2048, 1, 1)
     assert choose_shape(p, 1024, 1 << 27, 132, False)[0] == "rows"    # user/arg: rows only
     assert choose_shape(p, 16, 1 << 27, 132, True) == ("long", 1, 8192, 64, 1)
     assert choose_shape(p, 0, 0, 132, True) == ("rows", 32, 32, 1, 1)
@@ -669,6 +678,33 @@ def test_int64_offset_kernels_compile_with_the_shipped_policy(monkeypatch, arch)
             assert ck.stack_bytes == 0, f"{kernel.__name__}: spills ({ck.stack_bytes} bytes)"
 
 
+@pytest.mark.parametrize("odt", [np.int32, np.int64])
+def test_rows_load_bounds_once_per_row(monkeypatch, odt):
+    """convert_offsets 2: the rows kernel loads each row's bounds once (ROWWISE)
+    for int64 offsets, and for int32 offsets where a block holds one segment
+    (rows of the whole tile); int32 offsets on rows of several segments are
+    loaded by every element. The sums are exact either way."""
+    lens = {"one": RNG.integers(1, 4097, 40), "several": RNG.integers(0, 60, 300)}
+    for name, ls in lens.items():
+        off = offsets(ls, odt)
+        x = data(np.int32, int(off[-1]))
+        out = np.zeros(ls.size, np.int32)
+        seen = []
+
+        def record(stream, grid, kernel, kargs):
+            seen.append((kernel.__name__, kargs[6], kargs[-1]))      # SEGS, ROWWISE
+            return REAL_LAUNCH(stream, grid, kernel, kargs)
+        monkeypatch.setattr(ct, "launch", record)
+        with override_policy("segmented_reduce", **POLICIES["rows"]):
+            run(S.sum, x, out, ls.size, off[:-1], off[1:])
+        monkeypatch.setattr(ct, "launch", REAL_LAUNCH)
+        one = name == "one"
+        assert seen == [("rows_known", 1 if one else seen[0][1], odt == np.int64 or one)]
+        assert one or seen[0][1] > 1
+        want = [int(x[b:e].astype(np.int64).sum()) for b, e in zip(off[:-1], off[1:])]
+        np.testing.assert_array_equal(out.astype(np.int64), np.array(want, np.int64).astype(np.int32))
+
+
 # --- the long kernel's int32 bounds (NARROW) whatever the offsets' dtype ---------------------
 def long_flags(monkeypatch, method, *args):
     """The two-phase call (as `run`), returning the NARROW flag of each long_known launch."""
@@ -737,10 +773,12 @@ def test_narrow_limits_per_kernel():
 @pytest.mark.interpreter_only
 def test_long_kernel_int32_math_for_int64_offsets(monkeypatch):
     """The long kernel a float32 sum of segments of U(1..4096) items launches
-    with the shipped sm_90 policy (2048-item tiles) compiles without
-    spilling, and with int64 offsets on a narrow input forms no 64-bit tile
-    index (tc::tile_origin, the generated code's addressing by a 64-bit tile
-    index, clamped per tile), as with int32 offsets; its forced int64 path does."""
+    with the shipped sm_90 policy's long tiles (2048 items; that policy runs
+    these segments on the rows kernel, so the test lowers long_min_avg_items)
+    compiles without spilling, and with int64 offsets on a narrow input forms
+    no 64-bit tile index (tc::tile_origin, the generated code's addressing by a
+    64-bit tile index, clamped per tile), as with int32 offsets; its forced
+    int64 path does."""
     monkeypatch.setenv("TILECORE_ARCH", "sm_90")
     off = offsets(RNG.permutation(np.arange(1, 4097, 13)))      # 316 lengths, 2048 on average
     n = off.size - 1
@@ -750,7 +788,8 @@ def test_long_kernel_int32_math_for_int64_offsets(monkeypatch):
     def source(begins, ends):
         calls = []
         monkeypatch.setattr(ct, "launch", lambda s, g, kernel, a: calls.append((kernel, a)))
-        run(S.sum, x, out, n, begins, ends)
+        with override_policy("segmented_reduce", long_min_avg_items=1024):
+            run(S.sum, x, out, n, begins, ends)
         monkeypatch.setattr(ct, "launch", REAL_LAUNCH)
         assert [k.__name__ for k, _ in calls] == ["long_known"] and calls[0][1][5] == 2048
         ck = ct.compile(*calls[0], arch="sm_90")

@@ -34,7 +34,8 @@ class SegmentedPolicy:
     long_min_avg_items: int       # average segment length from which the long kernel runs
     split_min_blocks_per_sm: int  # long kernel: split segments while fewer blocks than this/SM
     convert_offsets: int = 2      # rows kernels, int64 offsets: 2 clamps each row's once in the
-                                  # kernel, 1 into int32 arrays first (one pass, temporary
+                                  # kernel (int32 offsets too where a block holds one row),
+                                  # 1 into int32 arrays first (one pass, temporary
                                   # storage), 0 lets every element clamp its own
     source: str = "built-in"
 
