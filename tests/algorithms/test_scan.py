@@ -1016,6 +1016,13 @@ def few_group_words(monkeypatch):
     monkeypatch.setattr(K, "GROUPS", 16)
     for module, name in ((SP, "_plans"), (SM, "_sigs")):
         monkeypatch.setattr(module, name, {})
+    seen = group_shapes(monkeypatch)
+    yield
+    assert seen and set(seen) == {(16, 16)}, seen
+
+
+def group_shapes(monkeypatch):
+    """The (GROUP, LANES) of every scan_groups launch from now on (a list that fills)."""
     seen = []
     real = ct.launch
 
@@ -1024,8 +1031,7 @@ def few_group_words(monkeypatch):
         if kernel.pyfunc is K.scan_groups.pyfunc:
             seen.append((args[10], args[11]))       # GROUP, LANES
     monkeypatch.setattr(ct, "launch", spy)
-    yield
-    assert seen and set(seen) == {(16, 16)}, seen
+    return seen
 
 
 @pytest.mark.float_scratch("status", "vals")   # float aggregates: rounded as each backend folds
@@ -1152,14 +1158,7 @@ def test_groups_sqrt_sizes(monkeypatch, n):
     int64 on split status words, a non-commutative user operator inclusive and
     exclusive with init, a float sum by key (the two-fold path on as many lanes), in
     place; nothing written past num_items."""
-    seen = []
-    real = ct.launch
-
-    def spy(stream, grid, kernel, args):
-        real(stream, grid, kernel, args)
-        if kernel.pyfunc is K.scan_groups.pyfunc:
-            seen.append((args[10], args[11]))       # GROUP, LANES
-    monkeypatch.setattr(ct, "launch", spy)
+    seen = group_shapes(monkeypatch)
     x = small_ints(np.float32, n)
     run(S.inclusive_sum, x, np.zeros_like(x), n, mode=SQRT_GROUPS)
     group = 2
