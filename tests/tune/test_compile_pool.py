@@ -141,7 +141,7 @@ def test_first_done_queues_its_candidates_ahead_in_order(monkeypatch):
 def test_candidate_jobs_are_the_sweeps_cases():
     seg = Workload("segmented_reduce", "float32", "add")
     jobs = candidate_jobs(seg, (1 << 16, 1 << 20), {"block_threads": 128})
-    assert [(j.n, j.segments) for j in jobs] == [(1 << 16, "short"), (1 << 16, "long"),
-                                                 (1 << 20, "short"), (1 << 20, "long")]
+    assert [(j.n, j.segments) for j in jobs] == [(n, seg) for n in (1 << 16, 1 << 20)
+                                                 for seg in ("short", "uneven", "long")]
     assert jobs[0] == CompileJob.of(seg, 1 << 16, "short", {"block_threads": 128})
     assert len(candidate_jobs(REDUCE, (1 << 16, 1 << 20), POLICY)) == 2

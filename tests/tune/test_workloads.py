@@ -151,11 +151,14 @@ def test_reduce_min_max_plant_extremes_for_every_integer_dtype():
 
 def test_segment_offsets():
     for n in (1000, 1 << 16, 300_000):
-        short = segment_offsets("short", n)
-        lengths = np.diff(short)
-        assert short.dtype == np.int32 and short[0] == 0 and short[-1] == n
-        assert lengths.min() >= 1 and lengths.max() <= 256
-        assert np.array_equal(short, segment_offsets("short", n))      # seeded by n
+        for name, most in (("short", 256), ("uneven", 4096)):
+            got = segment_offsets(name, n)
+            lengths = np.diff(got)
+            assert got.dtype == np.int32 and got[0] == 0 and got[-1] == n
+            assert lengths.min() >= 1 and lengths.max() <= most
+            assert np.array_equal(got, segment_offsets(name, n))      # seeded by n
+            if n >= 300_000:        # uniform in 1..most: the mean near (most + 1) / 2
+                assert abs(lengths[:-1].mean() / ((most + 1) / 2) - 1) < 0.1, name
         long = segment_offsets("long", n)
         assert long[0] == 0 and long[-1] == n
         assert np.all(np.diff(long)[:-1] == LONG_SEGMENT)
@@ -189,7 +192,7 @@ def test_workload_validation_and_deduplication():
     assert [(w.algorithm, w.dtype, w.op) for w in got] == [
         ("reduce", "float16", "add"), ("reduce", "float16", "min"), ("reduce", "bfloat16", "min"),
         ("scan", "float16", "add"), ("scan", "float16", "min"), ("scan", "bfloat16", "min")]
-    assert Workload("segmented_reduce", "int32", "add").segments == ("short", "long")
+    assert Workload("segmented_reduce", "int32", "add").segments == ("short", "uneven", "long")
     assert Workload("scan", "int32", "add").segments == (None,)
 
 
