@@ -680,29 +680,46 @@ def test_int64_offset_kernels_compile_with_the_shipped_policy(monkeypatch, arch)
 
 @pytest.mark.parametrize("odt", [np.int32, np.int64])
 def test_rows_load_bounds_once_per_row(monkeypatch, odt):
-    """convert_offsets 2: the rows kernel loads each row's bounds once (ROWWISE)
-    for int64 offsets, and for int32 offsets where a block holds one segment
-    (rows of the whole tile); int32 offsets on rows of several segments are
-    loaded by every element. The sums are exact either way."""
+    """convert_offsets 2: the rows kernels (sum, arg_max, a user operator) load
+    each row's bounds once (ROWWISE) for int64 offsets, and for int32 offsets
+    where a block holds one segment (rows of the whole tile); int32 offsets on
+    rows of several segments are loaded by every element. Exact results either
+    way (arg_max: the index within the segment, the first of ties)."""
     lens = {"one": RNG.integers(1, 4097, 40), "several": RNG.integers(0, 60, 300)}
     for name, ls in lens.items():
         off = offsets(ls, odt)
-        x = data(np.int32, int(off[-1]))
-        out = np.zeros(ls.size, np.int32)
+        n = ls.size
+        x = data(np.int32, int(off[-1]), -50, 50)
+        out, user = np.zeros(n, np.int32), np.zeros(n, np.int32)
+        v, i = np.zeros(n, np.int32), np.zeros(n, np.int64)
         seen = []
 
         def record(stream, grid, kernel, kargs):
-            seen.append((kernel.__name__, kargs[6], kargs[-1]))      # SEGS, ROWWISE
+            seen.append((kernel.__name__, kargs[-1]))                 # ROWWISE
+            if kernel.__name__ == "rows_known":
+                seen.append(("SEGS", kargs[6]))
             return REAL_LAUNCH(stream, grid, kernel, kargs)
         monkeypatch.setattr(ct, "launch", record)
         with override_policy("segmented_reduce", **POLICIES["rows"]):
-            run(S.sum, x, out, ls.size, off[:-1], off[1:])
+            run(S.sum, x, out, n, off[:-1], off[1:])
+            run(S.arg_max, x, v, i, n, off[:-1], off[1:])
+            run(S.reduce, x, user, n, off[:-1], off[1:], lambda a, b: a + b, np.int32(0))
         monkeypatch.setattr(ct, "launch", REAL_LAUNCH)
         one = name == "one"
-        assert seen == [("rows_known", 1 if one else seen[0][1], odt == np.int64 or one)]
-        assert one or seen[0][1] > 1
-        want = [int(x[b:e].astype(np.int64).sum()) for b, e in zip(off[:-1], off[1:])]
-        np.testing.assert_array_equal(out.astype(np.int64), np.array(want, np.int64).astype(np.int32))
+        wide = odt == np.int64 or one
+        segs = dict(seen)["SEGS"]
+        assert seen == [("rows_known", wide), ("SEGS", segs), ("rows_arg", wide),
+                        ("rows_user", wide)]
+        assert (segs == 1) == one
+        want = np.array([x[b:e].astype(np.int64).sum() for b, e in zip(off[:-1], off[1:])])
+        np.testing.assert_array_equal(out, want.astype(np.int32))
+        np.testing.assert_array_equal(user, want.astype(np.int32))
+        nonempty = ls > 0
+        starts = off[:-1][nonempty]
+        np.testing.assert_array_equal(i[nonempty], [np.argmax(x[b:e]) for b, e in
+                                                    zip(starts, off[1:][nonempty])])
+        np.testing.assert_array_equal(v[nonempty], [x[b:e].max() for b, e in
+                                                    zip(starts, off[1:][nonempty])])
 
 
 # --- the long kernel's int32 bounds (NARROW) whatever the offsets' dtype ---------------------
