@@ -447,6 +447,14 @@ def test_policy_shapes_from_average_length():
         q = select_segmented_policy(90, {"value_size": 4, "op": "add", "accum": "float32",
                                          "offset_size": 8})
     assert choose_shape(q, 1 << 18, (1 << 29) + 1000, 132, True) == ("long", 1, 2048, 1, 1)
+    # the same threshold for 1- and 8-byte values (measured on the H200); 2-byte values and
+    # the tuner's float64 row for int32 offsets keep theirs
+    for size, accum, offset_size, threshold in ((1, "int64", 8, 16384), (8, "float64", 8, 16384),
+                                                (8, "int64", 4, 16384), (2, "float32", 8, 1024),
+                                                (8, "float64", 4, 8192)):
+        got = select_segmented_policy(90, {"value_size": size, "op": "add", "accum": accum,
+                                           "offset_size": offset_size})
+        assert got.long_min_avg_items == threshold, (size, accum, offset_size)
     assert choose_shape(p, 1024, 1 << 27, 132, False)[0] == "rows"    # user/arg: rows only
     assert choose_shape(p, 16, 1 << 27, 132, True) == ("long", 1, 8192, 64, 1)
     assert choose_shape(p, 0, 0, 132, True) == ("rows", 32, 32, 1, 1)
