@@ -16,8 +16,9 @@ inputs). Also min/max/arg_max relative to the sum, int32 offsets beside int64.
 per case and prints the best beside the shipped policy, the numbers to put in
 tuning_db/segmented_reduce/: the rows kernel's block size, items per thread
 and row groups per block (rows_waves) on 2^20 x 128; rows against the long
-kernel, fixed and fitted long tiles on the random lengths; the long kernel's
-block size, tile and split on 1024 x 2^17.
+kernel, fixed and fitted long tiles on the random lengths (also on U(512..1536)
+and U(1..16384), sweep-only cases); the long kernel's block size, tile and
+split on 1024 x 2^17.
 """
 from __future__ import annotations
 
@@ -49,10 +50,16 @@ CASES = {  # name: (segment lengths as a function of rng, rows for torch or None
     "2^18 x U(1..4096)": (lambda rng: rng.integers(1, 4097, 1 << 18), None),
     "1024 x 2^17": (lambda rng: np.full(1024, 1 << 17), (1024, 1 << 17)),
 }
+# --sweep only: averages on either side of the 2^18 x U(1..4096) case, where the rows and long
+# kernels trade places (RESULTS, thirty-second session)
+SWEEP_CASES = {
+    "2^20 x U(512..1536)": (lambda rng: rng.integers(512, 1537, 1 << 20), None),
+    "2^16 x U(1..16384)": (lambda rng: rng.integers(1, 16385, 1 << 16), None),
+}
 
 
 def make_case(name: str, odt=np.int64):
-    lengths = CASES[name][0](np.random.default_rng(0))
+    lengths = {**CASES, **SWEEP_CASES}[name][0](np.random.default_rng(0))
     off = np.concatenate([[0], np.cumsum(lengths)]).astype(odt)
     total = int(off[-1])
     sets = [cp.random.rand(total, dtype=cp.float32) for _ in range(buffer_sets(4 * total))]
@@ -173,6 +180,13 @@ SWEEP = {
                          [_long(256, 32, lo, split_min_blocks_per_sm=0) for lo in (4, 8, 16)],
     "1024 x 2^17": [{}] + [_long(b, hi, split_min_blocks_per_sm=s)
                            for b, hi, s in itertools.product((256, 512), (16, 32), (0, 8))],
+    "2^20 x U(512..1536)": [{}] + [_rows(b, r) for b, r in itertools.product((128, 256), (4, 8, 16))] +
+                           [_long(b, hi, split_min_blocks_per_sm=0)
+                            for b, hi in itertools.product((128, 256), (2, 4, 8))] +
+                           [_long(128, 32, lo, split_min_blocks_per_sm=0) for lo in (4, 8)],
+    "2^16 x U(1..16384)": [{}] + [_rows(b, r) for b, r in itertools.product((128, 256), (8, 16))] +
+                          [_long(b, hi, split_min_blocks_per_sm=0)
+                           for b, hi in itertools.product((128, 256), (8, 16, 32))],
 }
 
 

@@ -19,7 +19,9 @@ segments may overlap, leave gaps or come in any order. Two kernels:
   row's bounds once and broadcasts them along the row through shared memory
   (`bounds_of_rows`); or `clamp_offsets` does row_bounds' NARROW clamp once
   per offset ahead of the rows kernel, into int32 arrays of the temporary
-  storage (1), and the rows kernel gathers 32-bit bounds.
+  storage (1), and the rows kernel gathers 32-bit bounds. With 2, int32
+  offsets are loaded once per row too where a block holds one segment (every
+  item loading them there cost a fifth of the speed).
 - long (`long_known`): one block per segment (or SPLIT blocks per segment,
   FINAL=False) folding aligned TILE-item tiles of d_in with vector loads:
   the tiles wholly inside the segment unmasked, the first and last masked.
@@ -79,7 +81,8 @@ def bounds_of_rows(begins, ends, first, row, num_segments, size, SEGS, ITEMS, NA
     (SEGS, ITEMS) tile). ROWWISE: each row's bounds loaded and clamped once, in
     a (SEGS, 1) tile broadcast along the rows (staged through shared memory:
     one barrier), instead of by every element: for int64 offsets, whose 64-bit
-    loads and clamps would otherwise be per item."""
+    loads and clamps would otherwise be per item, and for a block of one row,
+    whose every item would load the same two bounds."""
     if ROWWISE:
         ids = first + ct.reshape(ct.arange(SEGS, dtype=ct.int32), (SEGS, 1))
         beg, n = row_bounds(begins, ends, ids, num_segments, size, NARROW)
