@@ -18,7 +18,8 @@ tuning_db/segmented_reduce/: the rows kernel's block size, items per thread
 and row groups per block (rows_waves) on 2^20 x 128; rows against the long
 kernel, fixed and fitted long tiles on the random lengths (also on U(512..1536)
 and U(1..16384), sweep-only cases); the long kernel's block size, tile and
-split on 1024 x 2^17.
+split on 1024 x 2^17; and arg_max's rows kernel (block size, items per thread)
+on 2^20 x 128.
 """
 from __future__ import annotations
 
@@ -215,6 +216,37 @@ def sweep(records) -> list:
     return rows
 
 
+# arg_max's rows kernel (4-byte values: 4 items a thread against the sum's 8; RESULTS:
+# 39% of the sum on 2^20 x 128), timed with --sweep
+ARG_SWEEP = [{}] + [_rows(b, r) for b, r in itertools.product((128, 256), (2, 4, 8, 16))]
+
+
+def arg_sweep(records) -> list:
+    """arg_max on 2^20 x 128 (equal rows: checked against CuPy's argmax per row)
+    under ARG_SWEEP's candidates: the best 5, then the shipped policy."""
+    name = "2^20 x 128"
+    off, sets, total = make_case(name)
+    n = off.size - 1
+    v, i = cp.zeros(n, cp.float32), cp.zeros(n, cp.int64)
+    want = cp.argmax(sets[-1].reshape(n, -1), axis=1)
+    results = []
+    for cand in ARG_SWEEP:
+        with override_policy("segmented_reduce", **cand):
+            temp = cp.empty(S.arg_max(None, sets[0], v, i, n, off[:-1], off[1:]), cp.uint8)
+            S.arg_max(temp, sets[-1], v, i, n, off[:-1], off[1:])
+            assert bool((i == want).all()), f"arg_max is wrong under {cand}"
+            g = 4 * total / steady_ms([lambda x=x: S.arg_max(temp, x, v, i, n, off[:-1],
+                                                               off[1:]) for x in sets]) / 1e6
+        results.append((g, cand))
+        records.append({"op": "arg_sweep", "case": name, "policy": cand, "gbs": g})
+    shipped = results[0][0]
+    results.sort(key=lambda r: -r[0])
+    rows = [[name, round(g, 1), f"{g / shipped:.3f}", str(c or "shipped")] for g, c in results[:5]]
+    del sets
+    cp.get_default_memory_pool().free_all_blocks()
+    return rows + [[name, round(shipped, 1), "1.000", "shipped"]]
+
+
 def main() -> None:
     import sys
     do_sweep = "--sweep" in sys.argv
@@ -230,6 +262,8 @@ def main() -> None:
     if do_sweep:
         print_table("policy sweep (int64 offsets): the best 5 candidates per case, then the "
                     "shipped policy", ["case", "GB/s", "x shipped", "policy"], sweep(records))
+        print_table("arg_max policy sweep (int64 offsets)", ["case", "GB/s", "x shipped",
+                                                             "policy"], arg_sweep(records))
     path = write_json(out, "segmented_reduce", {**device_info(), "copy_gbs": copy_gbs,
                                                 "cuda_compute": cc is not None,
                                                 "results": records})
