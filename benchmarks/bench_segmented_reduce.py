@@ -18,8 +18,10 @@ tuning_db/segmented_reduce/: the rows kernel's block size, items per thread
 and row groups per block (rows_waves) on 2^20 x 128; rows against the long
 kernel, fixed and fitted long tiles on the random lengths (also on U(512..1536)
 and U(1..16384), sweep-only cases); the long kernel's block size, tile and
-split on 1024 x 2^17; and arg_max's rows kernel (block size, items per thread)
-on 2^20 x 128.
+split on 1024 x 2^17; arg_max's rows kernel (block size, items per thread)
+on 2^20 x 128; and, per value size (float32, float64, float16, int8 sums), the
+average length below which the rows kernel runs (long_min_avg_items) over five
+length distributions.
 """
 from __future__ import annotations
 
@@ -247,6 +249,54 @@ def arg_sweep(records) -> list:
     return rows + [[name, round(shipped, 1), "1.000", "shipped"]]
 
 
+# where the rows kernel hands over to the long kernel (long_min_avg_items), per value size,
+# timed with --sweep (RESULTS, thirty-second session: the sm_90 rows' 16384)
+THRESHOLDS = (1024, 16384, 65536)
+THRESHOLD_DTYPES = (np.float32, np.float64, np.float16, np.int8)
+THRESHOLD_CASES = {
+    "2^20 x U(512..1536)": lambda rng: rng.integers(512, 1537, 1 << 20),
+    "2^18 x U(1..4096)": lambda rng: rng.integers(1, 4097, 1 << 18),
+    "2^16 x U(1..16384)": lambda rng: rng.integers(1, 16385, 1 << 16),
+    "2^17 x 4096": lambda rng: np.full(1 << 17, 4096),
+    "1024 x 2^17": lambda rng: np.full(1024, 1 << 17),
+}
+
+
+def threshold_sweep(records) -> list:
+    """Sums of small integers (exact in every dtype's accumulator, checked against an
+    int64 segmented sum) for each dtype and length distribution: GB/s of input under
+    the shipped policy and each long_min_avg_items of THRESHOLDS."""
+    rows = []
+    for dt in THRESHOLD_DTYPES:
+        size = np.dtype(dt).itemsize
+        out_dt = {1: np.int64, 2: np.float32}.get(size, dt)
+        for name, lengths_of in THRESHOLD_CASES.items():
+            lengths = lengths_of(np.random.default_rng(0))
+            off = cp.asarray(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64))
+            total, n = int(lengths.sum()), lengths.size
+            x = cp.asarray(np.random.default_rng(1).integers(-2, 3, total).astype(dt))
+            sets = [x] + [x.copy() for _ in range(buffer_sets(size * total) - 1)]
+            c = cp.concatenate([cp.zeros(1, cp.int64), cp.cumsum(x.astype(cp.int64))])
+            want = c[off[1:]] - c[off[:-1]]
+            o = cp.empty(n, out_dt)
+            row = [np.dtype(dt).name, name]
+            for cand in [{}] + [{"long_min_avg_items": t} for t in THRESHOLDS]:
+                with override_policy("segmented_reduce", **cand):
+                    temp = cp.empty(S.sum(None, x, o, n, off[:-1], off[1:]), cp.uint8)
+                    S.sum(temp, x, o, n, off[:-1], off[1:])
+                    assert bool((o.astype(cp.float64).astype(cp.int64) == want).all()), \
+                        f"segmented sum is wrong: {np.dtype(dt).name} {name} {cand}"
+                    g = size * total / steady_ms([lambda x=x: S.sum(temp, x, o, n, off[:-1],
+                                                                      off[1:]) for x in sets]) / 1e6
+                records.append({"op": "threshold_sweep", "dtype": np.dtype(dt).name, "case": name,
+                                "policy": cand, "gbs": g})
+                row.append(round(g, 1))
+            rows.append(row)
+            del sets, x
+            cp.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
 def main() -> None:
     import sys
     do_sweep = "--sweep" in sys.argv
@@ -264,6 +314,9 @@ def main() -> None:
                     "shipped policy", ["case", "GB/s", "x shipped", "policy"], sweep(records))
         print_table("arg_max policy sweep (int64 offsets)", ["case", "GB/s", "x shipped",
                                                              "policy"], arg_sweep(records))
+        print_table("segmented sums by long_min_avg_items (int64 offsets), GB/s",
+                    ["dtype", "case", "shipped", *(f"rows below {t}" for t in THRESHOLDS)],
+                    threshold_sweep(records))
     path = write_json(out, "segmented_reduce", {**device_info(), "copy_gbs": copy_gbs,
                                                 "cuda_compute": cc is not None,
                                                 "results": records})
