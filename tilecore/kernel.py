@@ -66,6 +66,17 @@ class Kernel:
             self._early = Kernel(self.pyfunc, dataclasses.replace(self.options, early_start=True))
         return self._early
 
+    def launched_with(self, programmatic_dependent_launch: Any, caller: str) -> "Kernel":
+        """The Kernel that `caller` (launch or compile) runs for its
+        programmatic_dependent_launch argument, which must be True or False:
+        for True, `for_early_start()`."""
+        if programmatic_dependent_launch is True:
+            return self.for_early_start()
+        if programmatic_dependent_launch is not False:
+            raise TypeError(f'Invalid argument "programmatic_dependent_launch" of {caller}(): '
+                            f"expected a bool, got {programmatic_dependent_launch!r}")
+        return self
+
     def __call__(self, *args, **kwargs):
         raise TypeError(f"Kernel {self.__name__}() cannot be called directly; launch it with "
                         f"tilecore.launch(stream, grid, {self.__name__}, args)")

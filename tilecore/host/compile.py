@@ -259,11 +259,7 @@ def compile(kernel: Kernel, args: Sequence[Any], *, arch: Optional[str] = None,
     if not isinstance(kernel, Kernel):
         raise TypeError(f'Invalid argument "kernel" of compile(): expected a @tilecore.kernel, '
                         f"got {type(kernel).__name__}")
-    if not isinstance(programmatic_dependent_launch, bool):
-        raise TypeError(f'Invalid argument "programmatic_dependent_launch" of compile(): '
-                        f"expected a bool, got {programmatic_dependent_launch!r}")
-    if programmatic_dependent_launch:
-        kernel = kernel.for_early_start()
+    kernel = kernel.launched_with(programmatic_dependent_launch, "compile")
     if arch is None:
         arch = config.arch() or "sm_90"
     if not (isinstance(arch, str) and arch.startswith("sm_") and arch[3:].rstrip("af").isdigit()):

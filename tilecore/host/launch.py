@@ -68,12 +68,8 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
     (as cuTile), a kernel that calls grid_dependency_control_wait() may start
     before the stream's previous kernel has finished, and runs the code before
     that wait meanwhile (sm_90 and newer; elsewhere the option changes nothing)."""
-    if programmatic_dependent_launch is not False:
-        if programmatic_dependent_launch is not True:
-            raise TypeError(f'Invalid argument "programmatic_dependent_launch" of launch(): '
-                            f"expected a bool, got {programmatic_dependent_launch!r}")
-        if type(kernel) is Kernel:
-            kernel = kernel.for_early_start()
+    if programmatic_dependent_launch is not False and type(kernel) is Kernel:
+        kernel = kernel.launched_with(programmatic_dependent_launch, "launch")
     if type(kernel) is Kernel:
         cache = kernel.backend_cache
         fast = cache.get("fast_launch")

@@ -176,7 +176,9 @@ def replace_hints(kernel: Kernel, **hints: Any) -> Kernel:
     hinted = per_kernel.get(key)
     if hinted is None:
         hinted = make_kernel(kernel.pyfunc, **options)
-        per_kernel[key] = hinted = hinted.for_early_start() if early else hinted
+        if early:
+            hinted = hinted.for_early_start()
+        per_kernel[key] = hinted
     return hinted
 
 
