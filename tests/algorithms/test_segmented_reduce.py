@@ -232,8 +232,13 @@ def test_min_max_ignore_nan_as_cub(kernel):
 
 
 # --- arg_min / arg_max ------------------------------------------------------------------------
+@pytest.mark.parametrize("wide", [False, True], ids=["int32_positions", "int64_positions"])
 @pytest.mark.parametrize("dtype", [np.int8, np.uint32, np.float16, np.float64])
-def test_arg_min_max_ties_go_to_the_first(dtype):
+def test_arg_min_max_ties_go_to_the_first(monkeypatch, dtype, wide):
+    """Ties go to the smallest offset, empty segments get (identity, 1), on the
+    rows kernel's int32 positions (NARROW) and its int64 ones (forced)."""
+    if wide:
+        force_wide(monkeypatch)
     off = offsets(UNEVEN, np.int32)
     x = data(dtype, int(off[-1]), -5, 5)                       # many ties
     n = len(UNEVEN)
@@ -455,6 +460,10 @@ def test_policy_shapes_from_average_length():
         got = select_segmented_policy(90, {"value_size": size, "op": "add", "accum": accum,
                                            "offset_size": offset_size})
         assert got.long_min_avg_items == threshold, (size, accum, offset_size)
+    # arg_min / arg_max on 4-byte values: 128 x 8 rows (H200), eight 128-item segments a block
+    a = select_segmented_policy(90, {"value_size": 4, "op": "arg", "accum": "float32",
+                                     "offset_size": 8})
+    assert choose_shape(a, 1 << 20, 1 << 27, 132, False) == ("rows", 8, 128, 1, 1)
     assert choose_shape(p, 1024, 1 << 27, 132, False)[0] == "rows"    # user/arg: rows only
     assert choose_shape(p, 16, 1 << 27, 132, True) == ("long", 1, 8192, 64, 1)
     assert choose_shape(p, 0, 0, 132, True) == ("rows", 32, 32, 1, 1)

@@ -228,17 +228,23 @@ def rows_arg(x, begins, ends, out_value, out_index, num_segments, empty,
         take = before(v, kt, acc, step_of, MAX) & m
         acc = ct.where(take, v, acc)
         step_of = ct.where(take, kt, step_of)
-    lane = ct.astype(ct.arange(ITEMS), ct.int64)[None, :]
-    pos = ct.where(step_of == none, BIG, ct.astype(step_of, ct.int64) * ITEMS + lane)
+    if NARROW:      # offsets within a segment below 2**30 (d_in's bound): int32, never `none`
+        lane = ct.arange(ITEMS, dtype=ct.int32)[None, :]
+        pos = ct.where(step_of == none, none, step_of * ITEMS + lane)
+        unset = none
+    else:
+        lane = ct.astype(ct.arange(ITEMS), ct.int64)[None, :]
+        pos = ct.where(step_of == none, BIG, ct.astype(step_of, ct.int64) * ITEMS + lane)
+        unset = BIG
 
     def pick(v, i, w, j):
         first = before(v, i, w, j, MAX)
         return ct.where(first, v, w), ct.where(first, i, j)
-    r, ri = ct.reduce((acc, pos), 1, pick, (ID, BIG))
+    r, ri = ct.reduce((acc, pos), 1, pick, (ID, unset))
     so = first + ct.arange(SEGS)
-    empty_row = ri == BIG         # no lane took an item (each segment's first item is taken)
+    empty_row = ri == unset       # no lane took an item (each segment's first item is taken)
     r = ct.where(empty_row, ct.full((SEGS,), empty, x.dtype), r)
-    ri = ct.where(empty_row, ct.full((SEGS,), 1, ct.int64), ri)
+    ri = ct.where(empty_row, ct.full((SEGS,), 1, ri.dtype), ri)
     ct.scatter(out_value, so, ct.astype(r, out_value.dtype), mask=so < num_segments)
     ct.scatter(out_index, so, ct.astype(ri, out_index.dtype), mask=so < num_segments)
 
