@@ -181,6 +181,41 @@ def test_more_than_2_31_items_with_int64_offsets():
     assert i.get().tolist() == [n - 3, 5, 0, 1]
 
 
+@pytest.mark.parametrize("odt", [np.int32, np.int64])
+def test_rows_kernel_one_segment_a_block_past_2_30_items(odt):
+    """More than 2**30 float32 items in segments of U(1..4096) (the shipped rows
+    kernel, a segment a block, on its int32 path up to d_in's end): sums, max
+    and arg_max exact, marks (2.0 among ones) near 2**30, 2**31 - 2**21 and the end."""
+    cp = pytest.importorskip("cupy")
+    from tilecore.algorithms import segmented_reduce as SR
+    from tilecore.dispatch.segmented_policy import Shape
+    size = (1 << 30) + (1 << 21) + 333
+    assert SR._narrow(Shape("rows", 1, 1024, 1), 600000, size)
+    lens = RNG.integers(1, 4097, size // 2048 + 4096)
+    off = np.concatenate([[0], np.cumsum(lens)])
+    off = off[:np.searchsorted(off, size) + 1]
+    off[-1] = size
+    n = off.size - 1
+    marks = np.unique(np.concatenate([RNG.integers(0, size, 2000),
+                                      (1 << 30) + np.arange(-3, 4), [size - 1, size - 2]]))
+    x = cp.ones(size, cp.float32)
+    x[cp.asarray(marks)] = 2.0
+    d_off = cp.asarray(off.astype(odt))
+    seg_of = np.searchsorted(off, marks, side="right") - 1
+    extra = np.bincount(seg_of, minlength=n)
+    out = cp.zeros(n, cp.float32)
+    run(S.sum, x, out, n, d_off[:-1], d_off[1:])
+    assert (out.get() == (np.diff(off) + extra).astype(np.float32)).all()
+    run(S.max, x, out, n, d_off[:-1], d_off[1:])
+    assert (out.get() == np.where(extra > 0, 2.0, 1.0)).all()
+    v, i = cp.zeros(n, cp.float32), cp.zeros(n, cp.int64)
+    run(S.arg_max, x, v, i, n, d_off[:-1], d_off[1:])
+    first = np.zeros(n, np.int64)
+    firsts = np.unique(seg_of, return_index=True)
+    first[firsts[0]] = marks[firsts[1]] - off[firsts[0]]
+    assert (i.get() == first).all() and (v.get() == np.where(extra > 0, 2.0, 1.0)).all()
+
+
 @pytest.mark.parametrize("wide", [False, True])
 def test_cupy_long_kernel_int64_offsets_beyond_32_bits(wide, monkeypatch):
     """The shipped long kernel (U(1..4096) lengths, 2048-item tiles) with int64

@@ -792,13 +792,18 @@ def test_long_kernel_int64_offsets_narrow_and_wide_give_the_same_bits(monkeypatc
 
 def test_narrow_limits_per_kernel():
     """int32 bounds and indices (NARROW) exactly while every index a kernel forms
-    fits int32: rows kernels below 2**30 items and segments; the long kernel
-    while d_in plus two of its tiles is at most 2**31 (any segment count)."""
+    fits int32: rows kernels below 2**30 items and segments (one segment a
+    block: d_in plus two rows at most 2**31); the long kernel while d_in plus
+    two of its tiles is at most 2**31 (any segment count)."""
     from tilecore.algorithms.segmented_reduce import _narrow
     from tilecore.dispatch.segmented_policy import Shape
     rows, long = Shape("rows", 8, 128, 1), Shape("long", 1, 2048, 1)
     assert _narrow(rows, 2**30 - 1, 2**30 - 1)
     assert not _narrow(rows, 5, 2**30) and not _narrow(rows, 2**30, 5)
+    # one segment a block: its positions stay within a row of its own end
+    one = Shape("rows", 1, 1024, 1, 4)
+    assert _narrow(one, 5, 2**31 - 2048) and not _narrow(one, 5, 2**31 - 2047)
+    assert not _narrow(one, 2**30, 2**30)
     assert _narrow(long, 5, 2**31 - 4096) and not _narrow(long, 5, 2**31 - 4095)
     assert _narrow(Shape("long", 1, 32, 64), 2**31 - 1, 2**31 - 64)
     assert not _narrow(long, 5, 2**31 + 5)

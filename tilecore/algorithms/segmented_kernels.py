@@ -13,7 +13,8 @@ segments may overlap, leave gaps or come in any order. Two kernels:
   combined with init. Each element computes its row and column itself and
   loads its row's bounds (no broadcast through shared memory, no barriers
   before the first items load); with NARROW (the host's choice: d_in and
-  the segment count below 2**30) bounds and indices are int32 whatever the
+  the segment count below 2**30, or, one segment a block, d_in plus two
+  rows of lanes at most 2**31) bounds and indices are int32 whatever the
   offsets' dtype, so int64 offsets cost no 64-bit arithmetic per item.
   Int64 offsets (policy convert_offsets): ROWWISE (2) loads and clamps each
   row's bounds once and broadcasts them along the row through shared memory
@@ -66,7 +67,7 @@ def clamp_bound(v, size, NARROW):
 def row_bounds(begins, ends, s, num_segments, size, NARROW):
     """(first item, item count) of segment s (a tile of segment ids; ids past
     num_segments count 0 items). Bounds are clamped to d_in ([0, size]): with
-    NARROW (d_in and the segment count below 2**30) they are int32 and every
+    NARROW (the host's promise, segmented_reduce._narrow) they are int32 and every
     index the kernel forms fits int32, whatever the offsets' dtype; else int64."""
     live = s < num_segments
     sc = ct.minimum(s, num_segments - 1)                 # a valid id: unmasked loads
@@ -86,7 +87,7 @@ def bounds_of_rows(begins, ends, first, row, num_segments, size, SEGS, ITEMS, NA
     if ROWWISE:
         ids = first + ct.reshape(ct.arange(SEGS, dtype=ct.int32), (SEGS, 1))
         beg, n = row_bounds(begins, ends, ids, num_segments, size, NARROW)
-        if NARROW:      # both int32, below 2**30: one broadcast of the pair (one staging)
+        if NARROW:      # both int32, below 2**31: one broadcast of the pair (one staging)
             both = ct.broadcast_to((ct.astype(beg, ct.int64) << 32) | ct.astype(n, ct.int64),
                                    (SEGS, ITEMS))
             return ct.astype(both >> 32, ct.int32), ct.astype(both & 0xFFFFFFFF, ct.int32)
@@ -99,7 +100,7 @@ def bounds_of_rows(begins, ends, first, row, num_segments, size, SEGS, ITEMS, NA
 @ct.kernel
 def clamp_offsets(src, dst, size, TILE: ct.Constant[int]):
     """dst[i] = src[i] clamped to [0, size], as int32 (size, d_in's length, is
-    below 2**30): block b converts tile b. Exactly row_bounds' NARROW clamp, so
+    below 2**31: NARROW): block b converts tile b. Exactly row_bounds' NARROW clamp, so
     a rows kernel given dst finds the bounds it would have computed from src
     (and clamps them again, a no-op). Items past dst's end are dropped."""
     b = ct.bid(0)
@@ -228,7 +229,7 @@ def rows_arg(x, begins, ends, out_value, out_index, num_segments, empty,
         take = before(v, kt, acc, step_of, MAX) & m
         acc = ct.where(take, v, acc)
         step_of = ct.where(take, kt, step_of)
-    if NARROW:      # offsets within a segment below 2**30 (d_in's bound): int32, never `none`
+    if NARROW:      # offsets within a segment below 2**31 - 1: int32, never `none`
         lane = ct.arange(ITEMS, dtype=ct.int32)[None, :]
         pos = ct.where(step_of == none, none, step_of * ITEMS + lane)
         unset = none

@@ -63,7 +63,7 @@ __all__ = ["DeviceSegmentedReduce"]
 
 OFFSET_DTYPES = (D.int32, D.int64)
 _MAX_SEGMENTS = (1 << 31) - 1
-_NARROW_LIMIT = 1 << 30     # d_in's length and the segment count below it: int32 kernels (_narrow)
+_NARROW_LIMIT = 1 << 30     # int32 kernels below it (_narrow), or twice it for one row a block
 CLAMP_ITEMS = 8             # offsets per thread of clamp_offsets (block_threads threads)
 
 
@@ -203,13 +203,19 @@ def _conversions(layout: Layout, a_b: Arg, a_e: Arg, n: int) -> list[tuple[str, 
 
 def _narrow(shape: Shape, num_segments: int, num_items: int) -> bool:
     """Whether the kernel of `shape` may take int32 bounds and indices whatever
-    the offsets' dtype (its NARROW): every index it forms stays below 2**31.
-    Rows kernels: d_in and the segment count below _NARROW_LIMIT (2**30). The
-    long kernel: d_in plus two tiles at most 2 * _NARROW_LIMIT (2**31; its
-    positions and rounded-up bounds stay less than a tile past d_in's end)."""
-    if shape.kind == "rows":
-        return num_items < _NARROW_LIMIT and num_segments < _NARROW_LIMIT
-    return num_items + 2 * shape.items <= 2 * _NARROW_LIMIT
+    the offsets' dtype (its NARROW): every index it forms, masked positions
+    included, stays below 2**31. Rows kernels: the segment count below
+    _NARROW_LIMIT (2**30) and d_in too, since a row's positions run up to its
+    start plus the block's longest row; where a block holds one segment the
+    longest row is its own, so d_in plus two rows of lanes may reach 2**31, as
+    the long kernel's d_in plus two tiles (any segment count: its positions
+    and rounded-up bounds stay less than a tile past d_in's end)."""
+    fits = num_items + 2 * shape.items <= 2 * _NARROW_LIMIT
+    if shape.kind == "long":
+        return fits
+    if shape.segs == 1:
+        return fits and num_segments < _NARROW_LIMIT
+    return num_items < _NARROW_LIMIT and num_segments < _NARROW_LIMIT
 
 
 # How a shape's launches take a call's values (see _Launches.go)
