@@ -189,6 +189,9 @@ def test_tolerance_propagation_rules():
     assert narrowed(ulp, D.float32, D.float64) == ulp         # still counted in float32
     assert narrowed(ulp, D.float32, D.int32) is None          # could cross an integer
     assert narrowed(ZSIGN, D.float32, D.int8) == EXACT
+    # float4_e2m1fn has no NaN: a NaN's sign (the GPU's and NumPy's differ) becomes a zero's
+    assert narrowed(EXACT, D.float16, D.float4_e2m1fn) == ZSIGN
+    assert narrowed(EXACT, D.int32, D.float4_e2m1fn) == EXACT
     assert join(EXACT, ZSIGN) == ZSIGN and join(EXACT, ulp) is None
 
 
@@ -372,6 +375,62 @@ def test_flush_to_zero_flushes_subnormal_operands():
 
 
 # --- fixed fuzzer findings ------------------------------------------------------------------
+@ct.kernel
+def _shifts(x, c, flag, left, right, by_61, kept):
+    t = ct.load(x, index=(0,), shape=(8,))
+    n = ct.load(c, index=(0,), shape=(8,))
+    ct.store(left, index=(0,), tile=t << n)
+    ct.store(right, index=(0,), tile=t >> n)
+    wide = t >> 61                      # a constant count past the width (8 to 64 bits)
+    if flag == 0:
+        ct.store(kept, index=(0,), tile=t)
+    else:   # stores after an out-of-range shift: NVRTC dropped this branch while C++ called it UB
+        ct.store(by_61, index=(0,), tile=wide)
+        ct.store(kept, index=(0,), tile=wide + 1)
+
+
+def _shift_reference(a: int, n: int, bits: int, signed: bool, left: bool) -> int:
+    """The language's shift, from its definition: a count outside [0, bits)
+    gives 0, or for a signed right shift the sign's fill."""
+    if not 0 <= n < bits:
+        return -1 if (signed and not left and a < 0) else 0
+    mask = (1 << bits) - 1
+    r = ((a << n) & mask) if left else (a >> n)
+    return r - (1 << bits) if signed and r >= 1 << (bits - 1) else r
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
+                                   np.int64, np.uint64])
+def test_shift_counts_outside_the_width_are_defined(dtype):
+    """A fuzzer finding, fixed: `uint16 >> 61` was undefined in the generated
+    C++, and NVRTC then dropped a later branch's stores on the GPU. Counts
+    outside [0, bits), negative ones included, give 0 (the sign's fill for a
+    signed right shift), as NumPy and the interpreter compute them."""
+    info = np.iinfo(dtype)
+    bits, signed = info.bits, info.min < 0
+    x = np.array([1, 3, info.max, info.min, 5, info.max // 3, 7, 100], dtype)
+    if signed:
+        x[4:6] = [-5, info.min + 7]
+    counts = [0, 1, bits - 1, bits, bits + 3, min(61, info.max), 2, bits // 2]
+    if signed:
+        counts[6] = -3
+    c = np.array(counts, dtype)
+    for flag in (0, 1):
+        left, right, by_61, kept = (np.full(8, 9, dtype) for _ in range(4))
+        ct.launch(None, (1,), _shifts, (x, c, flag, left, right, by_61, kept))
+        xs, cs = [int(v) for v in x], [int(v) for v in c]
+        assert left.tolist() == [_shift_reference(a, n, bits, signed, True)
+                                 for a, n in zip(xs, cs)]
+        assert right.tolist() == [_shift_reference(a, n, bits, signed, False)
+                                  for a, n in zip(xs, cs)]
+        wide = [_shift_reference(a, 61, bits, signed, False) for a in xs]
+        if flag:
+            assert by_61.tolist() == wide
+            assert kept.tolist() == [int(np.array(w + 1).astype(dtype)) for w in wide]
+        else:
+            assert by_61.tolist() == [9] * 8 and kept.tolist() == xs
+
+
 @ct.kernel
 def _fold_against_run_time(src, folded, computed):
     ct.store(folded, index=(0,), tile=ct.full((2,), ct.bfloat16(1.0 + 2.0**-8 + 2.0**-30)))

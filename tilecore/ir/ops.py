@@ -34,8 +34,9 @@ binary     (a, b) {fn}                -> fn in BINARY_FNS; a and b have the same
                                          result has that dtype. Integer floordiv/mod follow
                                          Python (floor; the remainder has the divisor's sign);
                                          float mod likewise (Python's %); integer division by
-                                         zero is unspecified. lshift/rshift: shift counts >= bits
-                                         are unspecified; rshift is arithmetic for signed ints.
+                                         zero is unspecified. lshift/rshift: a count outside
+                                         [0, bits) gives 0 (rshift of a signed int: its sign's
+                                         fill); rshift is arithmetic for signed ints.
                                          pow on integers: exponent >= 0. minimum/maximum
                                          propagate NaN. truediv is only emitted for floats.
 compare    (a, b) {fn}                -> fn in COMPARE_FNS, a and b same dtype/shape -> bool tile.

@@ -10,8 +10,10 @@ values (math results, float sums) never feed arithmetic; values exact only up
 to the sign of zero never reach a divisor, pow, atan2 or rsqrt; products of
 float32/float64 never reach add/sub (FMA contraction). Operations whose result
 the IR leaves unspecified are sanitized in the source: integer divisors are
-made non-zero, shift counts and integer exponents masked, floats clamped into
-range before a conversion to an integer.
+made non-zero, integer exponents masked, floats clamped into range before a
+conversion to an integer. Shift counts are defined for every value (0, or the
+sign's fill, outside [0, bits)): they are masked into range three times in four
+and otherwise left as they are, out-of-range constants included.
 """
 from __future__ import annotations
 
@@ -101,14 +103,15 @@ def _fits_shape(g: Gen, a: tuple, b: tuple) -> bool:
     return out is not None and math.prod(out) <= g.max_elems
 
 
-def _sanitize(fn: str, dtype: DType, src: str) -> str:
+def _sanitize(g: Gen, fn: str, dtype: DType, src: str) -> str:
     """An integer second operand made safe where the IR leaves the result
-    unspecified: a zero divisor, a negative exponent, a shift by the width or more."""
+    unspecified (a zero divisor, a negative exponent), and a shift count mostly
+    masked into [0, bits) (counts outside it are defined: 0 or the sign's fill)."""
     if fn in ("floordiv", "mod"):
         return f"ct.where({src} == 0, 1, {src})"
     if fn == "pow":
         return f"({src} & 7)"
-    if fn in ("lshift", "rshift"):
+    if fn in ("lshift", "rshift") and g.chance(0.75):
         return f"({src} & {dtype.bits - 1})"
     return src
 
@@ -141,7 +144,7 @@ def binary(g: Gen) -> bool:
         elif y_var.dtype.is_bool:
             return False   # (y & 7) or where(y == 0, 1, y) would make a bool y an int32
         else:
-            y_src = _sanitize(fn, dtype, y_src)
+            y_src = _sanitize(g, fn, dtype, y_src)
     if dtype.is_bool and fn not in ("add", "sub", "mul", "minimum", "maximum", "bitand",
                                     "bitor", "bitxor"):
         return False
@@ -159,8 +162,8 @@ def binary(g: Gen) -> bool:
 
 
 def _safe_const(g: Gen, fn: str, dtype: DType) -> int:
-    if fn in ("lshift", "rshift"):
-        return g.rng.randint(0, dtype.bits - 1)
+    if fn in ("lshift", "rshift"):   # `dtype` may be wider than the result: counts of 0..63
+        return g.rng.randint(0, 63) if g.chance(0.3) else g.rng.randint(0, 7)
     if fn == "pow":
         return g.rng.randint(0, 5)
     return g.rng.choice([c for c in (1, 2, 3, 7, -1, -3, 100) if fits(c, dtype)])

@@ -125,6 +125,8 @@ def narrowed(tol: Tol, src: DType, dst: DType) -> Optional[Tol]:
     if tol.kind in ("exact", "zsign"):
         if not dst.is_float:
             return EXACT
+        if dst is D.float4_e2m1fn and src.is_float:
+            return ZSIGN    # no NaN there: a NaN's sign (unspecified) becomes a zero's
         return tol
     if not dst.is_float:
         return None

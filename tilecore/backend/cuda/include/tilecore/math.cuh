@@ -268,10 +268,20 @@ template <class T> __device__ __forceinline__ T op_maximum(T a, T b) {
 template <class T> __device__ __forceinline__ T op_bitand(T a, T b) { return (T)(a & b); }
 template <class T> __device__ __forceinline__ T op_bitor(T a, T b) { return (T)(a | b); }
 template <class T> __device__ __forceinline__ T op_bitxor(T a, T b) { return (T)(a ^ b); }
-template <class T> __device__ __forceinline__ T op_lshift(T a, T b) {
-  return (T)((typename Num<T>::W)a << b);
+// Shift counts outside [0, bits) give what the interpreter gives: 0 for lshift
+// and unsigned rshift, the sign's fill for signed rshift. C++ leaves them
+// undefined, and NVRTC's optimizer then drops code that depends on them (a
+// branch's stores, found by the fuzzer); a count known to be in range costs nothing.
+template <class T> __device__ __forceinline__ bool shift_in_range(T b) {
+  return !(b < (T)0) && (unsigned long long)b < 8ULL * sizeof(T);
 }
-template <class T> __device__ __forceinline__ T op_rshift(T a, T b) { return (T)(a >> b); }
+template <class T> __device__ __forceinline__ T op_lshift(T a, T b) {
+  return shift_in_range(b) ? (T)((typename Num<T>::W)a << b) : (T)0;
+}
+template <class T> __device__ __forceinline__ T op_rshift(T a, T b) {
+  if (shift_in_range(b)) return (T)(a >> b);
+  return a < (T)0 ? (T)-1 : (T)0;
+}
 
 #define TC_CMP_OP(NAME, OP)                                                    \
   template <class T> __device__ __forceinline__ bool op_##NAME(T a, T b) {     \
