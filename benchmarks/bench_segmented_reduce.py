@@ -15,13 +15,13 @@ inputs). Also min/max/arg_max relative to the sum, int32 offsets beside int64.
 --sweep also times policy candidates (override_policy("segmented_reduce", ...))
 per case and prints the best beside the shipped policy, the numbers to put in
 tuning_db/segmented_reduce/: the rows kernel's block size, items per thread
-and row groups per block (rows_waves) on 2^20 x 128; rows against the long
-kernel, fixed and fitted long tiles on the random lengths (also on U(512..1536)
-and U(1..16384), sweep-only cases); the long kernel's block size, tile and
+and row groups per block (rows_waves) on 2^20 x 128; the rows kernel's block
+shapes (ROWS_SHAPES) and the long kernel's fixed and fitted tiles on the random
+lengths (also on U(256..768), U(512..1536) and U(1..16384), sweep-only cases); the long kernel's block size, tile and
 split on 1024 x 2^17; arg_max's rows kernel (block size, items per thread)
 on 2^20 x 128; and, per value size (float32, float64, float16, int8 sums), the
 average length below which the rows kernel runs (long_min_avg_items) over five
-length distributions.
+length distributions and the rows kernel's threads x items over the rows cases.
 """
 from __future__ import annotations
 
@@ -56,6 +56,7 @@ CASES = {  # name: (segment lengths as a function of rng, rows for torch or None
 # --sweep only: averages on either side of the 2^18 x U(1..4096) case, where the rows and long
 # kernels trade places (RESULTS, thirty-second session)
 SWEEP_CASES = {
+    "2^20 x U(256..768)": (lambda rng: rng.integers(256, 769, 1 << 20), None),
     "2^20 x U(512..1536)": (lambda rng: rng.integers(512, 1537, 1 << 20), None),
     "2^16 x U(1..16384)": (lambda rng: rng.integers(1, 16385, 1 << 16), None),
 }
@@ -173,21 +174,25 @@ def _long(b, hi, lo=None, **kw):
                 long_min_items_per_thread=hi if lo is None else lo, long_min_avg_items=1, **kw)
 
 
+# the rows kernel's block shapes over every length distribution (H200: 64 x 8 for 4-byte values)
+ROWS_SHAPES = [_rows(b, r) for b, r in ((64, 8), (64, 16), (128, 4), (128, 8), (256, 4))]
+
 # {} first: the shipped policy, for reference
 SWEEP = {
     "2^20 x 128": [{}] + [_rows(b, r, w) for b, r, w in
-                          itertools.product((128, 256), (4, 8, 16), (1, 2, 4))],
-    "2^18 x U(1..4096)": [{}] + [_rows(b, r) for b, r in itertools.product((128, 256), (8, 16))] +
+                          itertools.product((64, 128, 256), (4, 8, 16), (1, 2, 4))],
+    "2^20 x U(256..768)": [{}] + ROWS_SHAPES,
+    "2^18 x U(1..4096)": [{}] + ROWS_SHAPES + [_rows(b, r) for b, r in ((128, 16), (256, 16))] +
                          [_long(b, hi, split_min_blocks_per_sm=0)
                           for b, hi in itertools.product((128, 256, 512), (4, 8, 16, 32))] +
                          [_long(256, 32, lo, split_min_blocks_per_sm=0) for lo in (4, 8, 16)],
     "1024 x 2^17": [{}] + [_long(b, hi, split_min_blocks_per_sm=s)
                            for b, hi, s in itertools.product((256, 512), (16, 32), (0, 8))],
-    "2^20 x U(512..1536)": [{}] + [_rows(b, r) for b, r in itertools.product((128, 256), (4, 8, 16))] +
+    "2^20 x U(512..1536)": [{}] + ROWS_SHAPES + [_rows(b, r) for b, r in ((128, 16), (256, 8))] +
                            [_long(b, hi, split_min_blocks_per_sm=0)
                             for b, hi in itertools.product((128, 256), (2, 4, 8))] +
                            [_long(128, 32, lo, split_min_blocks_per_sm=0) for lo in (4, 8)],
-    "2^16 x U(1..16384)": [{}] + [_rows(b, r) for b, r in itertools.product((128, 256), (8, 16))] +
+    "2^16 x U(1..16384)": [{}] + ROWS_SHAPES + [_rows(b, r) for b, r in ((128, 16), (256, 16))] +
                           [_long(b, hi, split_min_blocks_per_sm=0)
                            for b, hi in itertools.product((128, 256), (8, 16, 32))],
 }
@@ -262,15 +267,15 @@ THRESHOLD_CASES = {
 }
 
 
-def threshold_sweep(records) -> list:
+def _sum_table(records, op_name: str, cases: dict, candidates: list) -> list:
     """Sums of small integers (exact in every dtype's accumulator, checked against an
-    int64 segmented sum) for each dtype and length distribution: GB/s of input under
-    the shipped policy and each long_min_avg_items of THRESHOLDS."""
+    int64 segmented sum) for each dtype of THRESHOLD_DTYPES and length distribution
+    of `cases`: a row of GB/s of input per candidate policy ({}: the shipped one)."""
     rows = []
     for dt in THRESHOLD_DTYPES:
         size = np.dtype(dt).itemsize
         out_dt = {1: np.int64, 2: np.float32}.get(size, dt)
-        for name, lengths_of in THRESHOLD_CASES.items():
+        for name, lengths_of in cases.items():
             lengths = lengths_of(np.random.default_rng(0))
             off = cp.asarray(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64))
             total, n = int(lengths.sum()), lengths.size
@@ -280,7 +285,7 @@ def threshold_sweep(records) -> list:
             want = c[off[1:]] - c[off[:-1]]
             o = cp.empty(n, out_dt)
             row = [np.dtype(dt).name, name]
-            for cand in [{}] + [{"long_min_avg_items": t} for t in THRESHOLDS]:
+            for cand in candidates:
                 with override_policy("segmented_reduce", **cand):
                     temp = cp.empty(S.sum(None, x, o, n, off[:-1], off[1:]), cp.uint8)
                     S.sum(temp, x, o, n, off[:-1], off[1:])
@@ -288,13 +293,33 @@ def threshold_sweep(records) -> list:
                         f"segmented sum is wrong: {np.dtype(dt).name} {name} {cand}"
                     g = size * total / steady_ms([lambda x=x: S.sum(temp, x, o, n, off[:-1],
                                                                       off[1:]) for x in sets]) / 1e6
-                records.append({"op": "threshold_sweep", "dtype": np.dtype(dt).name, "case": name,
+                records.append({"op": op_name, "dtype": np.dtype(dt).name, "case": name,
                                 "policy": cand, "gbs": g})
                 row.append(round(g, 1))
             rows.append(row)
             del sets, x
             cp.get_default_memory_pool().free_all_blocks()
     return rows
+
+
+def threshold_sweep(records) -> list:
+    """The shipped policy and each long_min_avg_items of THRESHOLDS."""
+    return _sum_table(records, "threshold_sweep", THRESHOLD_CASES,
+                      [{}] + [{"long_min_avg_items": t} for t in THRESHOLDS])
+
+
+# the rows kernel's block shape per value size (H200: 64 threads for every size), timed with
+# --sweep over the rows cases of THRESHOLD_CASES and 2^20 x 128
+ROWS_SHAPE_CASES = {"2^20 x 128": lambda rng: np.full(1 << 20, 128),
+                    **{k: v for k, v in THRESHOLD_CASES.items() if k != "1024 x 2^17"}}
+ROWS_SHAPE_GRID = [(b, r) for b in (64, 128) for r in (4, 8, 16, 32)]
+
+
+def rows_shape_sweep(records) -> list:
+    """The shipped policy and the rows kernel (below every average) at each threads x
+    items of ROWS_SHAPE_GRID."""
+    return _sum_table(records, "rows_shape_sweep", ROWS_SHAPE_CASES,
+                      [{}] + [_rows(b, r) for b, r in ROWS_SHAPE_GRID])
 
 
 def main() -> None:
@@ -317,6 +342,9 @@ def main() -> None:
         print_table("segmented sums by long_min_avg_items (int64 offsets), GB/s",
                     ["dtype", "case", "shipped", *(f"rows below {t}" for t in THRESHOLDS)],
                     threshold_sweep(records))
+        print_table("segmented sums by the rows kernel's threads x items (int64 offsets), GB/s",
+                    ["dtype", "case", "shipped", *(f"{b} x {r}" for b, r in ROWS_SHAPE_GRID)],
+                    rows_shape_sweep(records))
     path = write_json(out, "segmented_reduce", {**device_info(), "copy_gbs": copy_gbs,
                                                 "cuda_compute": cc is not None,
                                                 "results": records})

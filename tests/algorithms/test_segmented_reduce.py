@@ -436,37 +436,38 @@ def test_argument_errors_name_argument_and_write_nothing(call, exc, message, que
 def test_policy_shapes_from_average_length():
     p = select_segmented_policy(90, {"value_size": 4, "op": "add", "accum": "float32",
                                      "offset_size": 8})
-    assert (p.block_threads, p.long_block_threads) == (128, 256)
-    assert choose_shape(p, 1 << 20, 1 << 27, 132, True) == ("rows", 8, 128, 1, 1)
-    # U(1..4096): the rows kernel, a segment a block in 1024-item steps (4-byte values run
+    assert (p.block_threads, p.long_block_threads) == (64, 256)     # rows: 64 x 8 (H200)
+    assert choose_shape(p, 1 << 20, 1 << 27, 132, True) == ("rows", 4, 128, 1, 1)
+    # U(1..4096): the rows kernel, a segment a block in 512-item steps (4-byte values run
     # rows up to an average of 16384 items on sm_90), past that the long kernel with a tile
     # fitted to the average length
     assert p.long_min_avg_items == 16384
-    assert choose_shape(p, 1 << 18, (1 << 29) + 1000, 132, True) == ("rows", 1, 1024, 1, 1)
-    assert choose_shape(p, 1 << 18, 1 << 29, 132, False) == ("rows", 1, 1024, 1, 1)
-    assert choose_shape(p, 1 << 16, (1 << 26) - 1, 132, True) == ("rows", 1, 1024, 1, 1)  # 1023
-    assert choose_shape(p, 1 << 14, (1 << 28) - 1, 132, True) == ("rows", 1, 1024, 1, 1)
+    assert choose_shape(p, 1 << 18, (1 << 29) + 1000, 132, True) == ("rows", 1, 512, 1, 1)
+    assert choose_shape(p, 1 << 18, 1 << 29, 132, False) == ("rows", 1, 512, 1, 1)
+    assert choose_shape(p, 1 << 20, (1 << 28) - 1, 132, True) == ("rows", 2, 256, 1, 1)  # 255
+    assert choose_shape(p, 1 << 14, (1 << 28) - 1, 132, True) == ("rows", 1, 512, 1, 1)
     assert choose_shape(p, 1 << 14, 1 << 28, 132, True) == ("long", 1, 8192, 1, 1)   # 16384
     assert choose_shape(p, 1024, 1 << 27, 132, True) == ("long", 1, 8192, 1, 1)
     with override_policy("segmented_reduce", long_min_avg_items=1024):
         q = select_segmented_policy(90, {"value_size": 4, "op": "add", "accum": "float32",
                                          "offset_size": 8})
     assert choose_shape(q, 1 << 18, (1 << 29) + 1000, 132, True) == ("long", 1, 2048, 1, 1)
-    # the same threshold for 1- and 8-byte values (measured on the H200); 2-byte values and
-    # the tuner's float64 row for int32 offsets keep theirs
-    for size, accum, offset_size, threshold in ((1, "int64", 8, 16384), (8, "float64", 8, 16384),
-                                                (8, "int64", 4, 16384), (2, "float32", 8, 1024),
-                                                (8, "float64", 4, 8192)):
+    # the same threshold and 64-thread rows blocks for 1-, 2- and 8-byte values (measured on
+    # the H200); the tuner's float64 row for int32 offsets keeps its threshold
+    for size, accum, offset_size, threshold, items in (
+            (1, "int64", 8, 16384, 16), (8, "float64", 8, 16384, 8), (8, "int64", 4, 16384, 8),
+            (2, "float32", 8, 16384, 8), (8, "float64", 4, 8192, 8)):
         got = select_segmented_policy(90, {"value_size": size, "op": "add", "accum": accum,
                                            "offset_size": offset_size})
         assert got.long_min_avg_items == threshold, (size, accum, offset_size)
+        assert (got.block_threads, got.rows_items_per_thread) == (64, items), size
     # arg_min / arg_max on 4-byte values: 128 x 8 rows (H200), eight 128-item segments a block
     a = select_segmented_policy(90, {"value_size": 4, "op": "arg", "accum": "float32",
                                      "offset_size": 8})
     assert choose_shape(a, 1 << 20, 1 << 27, 132, False) == ("rows", 8, 128, 1, 1)
     assert choose_shape(p, 1024, 1 << 27, 132, False)[0] == "rows"    # user/arg: rows only
     assert choose_shape(p, 16, 1 << 27, 132, True) == ("long", 1, 8192, 64, 1)
-    assert choose_shape(p, 0, 0, 132, True) == ("rows", 32, 32, 1, 1)
+    assert choose_shape(p, 0, 0, 132, True) == ("rows", 16, 32, 1, 1)
 
 
 def test_policy_rows_waves_keep_the_grid_full():
@@ -476,11 +477,11 @@ def test_policy_rows_waves_keep_the_grid_full():
         w = select_segmented_policy(90, {"value_size": 4, "op": "add", "accum": "float32",
                                          "offset_size": 8})
     assert p.rows_waves == 1 and w.rows_waves == 8
-    assert choose_shape(w, 1 << 20, 1 << 27, 132, True) == ("rows", 8, 128, 1, 8)
-    # 8 or 4 waves would leave fewer than 8 blocks per SM: 2 (2^15 / 16 = 2048 >= 132 * 8)
-    assert choose_shape(w, 1 << 15, 1 << 22, 132, True) == ("rows", 8, 128, 1, 2)
-    assert choose_shape(w, 1000, 128000, 132, True) == ("rows", 8, 128, 1, 1)
-    assert choose_shape(w, 1 << 20, 1 << 27, 132, False) == ("rows", 8, 128, 1, 1)  # user/arg
+    assert choose_shape(w, 1 << 20, 1 << 27, 132, True) == ("rows", 4, 128, 1, 8)
+    # 8 waves would leave fewer than 8 blocks per SM: 4 (2^15 / 16 = 2048 >= 132 * 8)
+    assert choose_shape(w, 1 << 15, 1 << 22, 132, True) == ("rows", 4, 128, 1, 4)
+    assert choose_shape(w, 1000, 128000, 132, True) == ("rows", 4, 128, 1, 1)
+    assert choose_shape(w, 1 << 20, 1 << 27, 132, False) == ("rows", 4, 128, 1, 1)  # user/arg
     p32 = select_segmented_policy(90, {"value_size": 4, "op": "add", "accum": "float32",
                                        "offset_size": 4})
     # one policy for int32 and int64 offsets (the sm_90 table's int32 row, measured, is
