@@ -455,7 +455,7 @@ def test_policy_shapes_from_average_length():
     # the same threshold and 64-thread rows blocks for 1-, 2- and 8-byte values (measured on
     # the H200); the tuner's float64 row for int32 offsets keeps its threshold
     for size, accum, offset_size, threshold, items in (
-            (1, "int64", 8, 16384, 16), (8, "float64", 8, 16384, 8), (8, "int64", 4, 16384, 8),
+            (1, "int64", 8, 16384, 4), (8, "float64", 8, 16384, 8), (8, "int64", 4, 16384, 8),
             (2, "float32", 8, 16384, 8), (8, "float64", 4, 8192, 8)):
         got = select_segmented_policy(90, {"value_size": size, "op": "add", "accum": accum,
                                            "offset_size": offset_size})
