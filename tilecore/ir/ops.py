@@ -22,7 +22,8 @@ astype     (x) {dtype}                -> element-wise conversion: float->int tru
                                          zero, int->int wraps (two's complement), float->narrower
                                          float and int->float round to nearest even, ->bool is
                                          x != 0, bool->number is 0/1. tfloat32 keeps 10 mantissa
-                                         bits (RN). NaN/inf/out-of-range float->int: unspecified.
+                                         bits (RN). NaN/inf/out-of-range float->int: an
+                                         unspecified value (the GPU saturates), nothing else.
 bitcast    (x) {dtype}                -> the same bits read as dtype (same itemsize; no bool,
                                          tfloat32 or float4).
 unary      (x) {fn[, rounding]}       -> fn in UNARY_FNS, same dtype and shape, except

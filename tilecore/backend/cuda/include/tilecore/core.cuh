@@ -78,6 +78,27 @@ enum Kind { kBool = 0, kSigned = 1, kUnsigned = 2, kFloat = 3 };
 // used by conversions; from_* convert with the rounding astype promises.
 template <class T> struct Num;
 
+// float -> integer, truncating, through the conversion intrinsics: a NaN or a value out of
+// range saturates, as the hardware's cvt does (what a plain cast compiles to), where the
+// C++ cast is undefined and lets NVRTC drop code that depends on it (as it dropped a
+// branch's stores after a shift past the width). 8- and 16-bit targets convert through 32
+// bits, as NVRTC compiles their casts.
+template <class T> struct FromFloat;
+#define TC_FROM_FLOAT(T, VIA, FROM_F32, FROM_F64)                               \
+  template <> struct FromFloat<T> {                                             \
+    __device__ static T f(float x) { return (T)(VIA)FROM_F32(x); }              \
+    __device__ static T f(double x) { return (T)(VIA)FROM_F64(x); }             \
+  };
+TC_FROM_FLOAT(signed char, int, __float2int_rz, __double2int_rz)
+TC_FROM_FLOAT(short, int, __float2int_rz, __double2int_rz)
+TC_FROM_FLOAT(int, int, __float2int_rz, __double2int_rz)
+TC_FROM_FLOAT(long long, long long, __float2ll_rz, __double2ll_rz)
+TC_FROM_FLOAT(unsigned char, unsigned int, __float2uint_rz, __double2uint_rz)
+TC_FROM_FLOAT(unsigned short, unsigned int, __float2uint_rz, __double2uint_rz)
+TC_FROM_FLOAT(unsigned int, unsigned int, __float2uint_rz, __double2uint_rz)
+TC_FROM_FLOAT(unsigned long long, unsigned long long, __float2ull_rz, __double2ull_rz)
+#undef TC_FROM_FLOAT
+
 template <class T, class U, int K>
 struct IntNum {
   static constexpr int kind = K;
@@ -87,8 +108,8 @@ struct IntNum {
   __device__ static T down(C x) { return x; }
   __device__ static T from_i64(long long x) { return (T)x; }
   __device__ static T from_u64(unsigned long long x) { return (T)x; }
-  __device__ static T from_float(float x) { return (T)x; }
-  __device__ static T from_float(double x) { return (T)x; }
+  __device__ static T from_float(float x) { return FromFloat<T>::f(x); }
+  __device__ static T from_float(double x) { return FromFloat<T>::f(x); }
   __device__ static bool nonzero(T x) { return x != 0; }
 };
 
