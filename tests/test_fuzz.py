@@ -356,6 +356,37 @@ def test_int_min_floordiv_minus_one_wraps(dtype):
 
 
 @ct.kernel
+def _by_zero(a, b, flag, q, r, kept):
+    x = ct.load(a, index=(0,), shape=(4,))
+    y = ct.load(b, index=(0,), shape=(4,))
+    d = x // y
+    m = x % y
+    if flag == 0:
+        ct.store(kept, index=(0,), tile=x)
+    else:   # stores after a division by zero: undefined in C++, NVRTC may drop them
+        ct.store(q, index=(0,), tile=d)
+        ct.store(r, index=(0,), tile=m)
+        ct.store(kept, index=(0,), tile=ct.where(y == 0, x, d))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.uint32, np.int64, np.uint64])
+def test_integer_floordiv_and_mod_by_zero_give_zero(dtype):
+    """x // 0 and x % 0 are 0 (the interpreter's answer; undefined in the
+    generated C++ before), and the code after them runs."""
+    info = np.iinfo(dtype)
+    a = np.array([7, info.max, info.min if info.min else 5, 9], dtype)
+    b = np.array([0, 0, 0, 2], dtype)
+    for flag in (0, 1):
+        q, r, kept = np.full(4, 3, dtype), np.full(4, 3, dtype), np.zeros(4, dtype)
+        ct.launch(None, (1,), _by_zero, (a, b, flag, q, r, kept))
+        if flag:
+            assert q.tolist() == [0, 0, 0, 4] and r.tolist() == [0, 0, 0, 1]
+            assert kept.tolist() == [int(a[0]), int(a[1]), int(a[2]), 4]
+        else:
+            assert q.tolist() == r.tolist() == [3] * 4 and kept.tolist() == a.tolist()
+
+
+@ct.kernel
 def _div_ftz(a, b, out):
     x = ct.load(a, index=(0,), shape=(4,))
     y = ct.load(b, index=(0,), shape=(4,))

@@ -34,8 +34,8 @@ unary      (x) {fn[, rounding]}       -> fn in UNARY_FNS, same dtype and shape, 
 binary     (a, b) {fn}                -> fn in BINARY_FNS; a and b have the same dtype and shape;
                                          result has that dtype. Integer floordiv/mod follow
                                          Python (floor; the remainder has the divisor's sign);
-                                         float mod likewise (Python's %); integer division by
-                                         zero is unspecified. lshift/rshift: a count outside
+                                         float mod likewise (Python's %); integer floordiv and
+                                         mod by zero give 0. lshift/rshift: a count outside
                                          [0, bits) gives 0 (rshift of a signed int: its sign's
                                          fill); rshift is arithmetic for signed ints.
                                          pow on integers: exponent >= 0. minimum/maximum

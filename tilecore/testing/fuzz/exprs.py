@@ -9,11 +9,12 @@ Every operand choice follows the tolerance rules of tolerance.py: carrier-only
 values (math results, float sums) never feed arithmetic; values exact only up
 to the sign of zero never reach a divisor, pow, atan2 or rsqrt; products of
 float32/float64 never reach add/sub (FMA contraction). Operations whose result
-the IR leaves unspecified are sanitized in the source: integer divisors are
-made non-zero, integer exponents masked, floats clamped into range before a
-conversion to an integer. Shift counts are defined for every value (0, or the
-sign's fill, outside [0, bits)): they are masked into range three times in four
-and otherwise left as they are, out-of-range constants included.
+the IR leaves unspecified are sanitized in the source: integer exponents
+masked, floats clamped into range before a conversion to an integer. Integer
+divisors and shift counts are defined for every value (x // 0 and x % 0 are 0; a
+count outside [0, bits) gives 0 or the sign's fill): they are made non-zero or
+masked into range three times in four and otherwise left as they are,
+out-of-range constant counts included.
 """
 from __future__ import annotations
 
@@ -105,10 +106,11 @@ def _fits_shape(g: Gen, a: tuple, b: tuple) -> bool:
 
 def _sanitize(g: Gen, fn: str, dtype: DType, src: str) -> str:
     """An integer second operand made safe where the IR leaves the result
-    unspecified (a zero divisor, a negative exponent), and a shift count mostly
-    masked into [0, bits) (counts outside it are defined: 0 or the sign's fill)."""
+    unspecified (a negative exponent), and divisors and shift counts mostly kept
+    from their edge (a zero divisor gives 0; a count outside [0, bits) gives 0 or
+    the sign's fill), so that most results are not those edges' constants."""
     if fn in ("floordiv", "mod"):
-        return f"ct.where({src} == 0, 1, {src})"
+        return f"ct.where({src} == 0, 1, {src})" if g.chance(0.75) else src
     if fn == "pow":
         return f"({src} & 7)"
     if fn in ("lshift", "rshift") and g.chance(0.75):

@@ -189,12 +189,14 @@ template <class T> __device__ __forceinline__ T op_floordiv(T a, T b) {
     py_fmod(Num<T>::up(a), Num<T>::up(b), &d);
     return Num<T>::down(d);
   } else if constexpr (Num<T>::kind == kSigned) {
+    if (b == (T)0) return (T)0;        // undefined in C++ (NVRTC may build on it): 0, as
+                                       // the interpreter gives
     if (b == (T)-1) return op_neg(a);  // min / -1 overflows in C++ (undefined); it wraps
     T q = (T)(a / b);
     if ((T)(a % b) != 0 && ((a < 0) != (b < 0))) q = (T)(q - 1);
     return q;
   } else {
-    return (T)(a / b);
+    return b == (T)0 ? (T)0 : (T)(a / b);
   }
 }
 
@@ -203,12 +205,13 @@ template <class T> __device__ __forceinline__ T op_mod(T a, T b) {
     typename Num<T>::C d;
     return Num<T>::down(py_fmod(Num<T>::up(a), Num<T>::up(b), &d));
   } else if constexpr (Num<T>::kind == kSigned) {
-    if (b == (T)-1) return (T)0;  // min % -1 is undefined in C++; the remainder is 0
+    // min % -1 is undefined in C++ (the remainder is 0), and so is % 0 (0, as the interpreter)
+    if (b == (T)-1 || b == (T)0) return (T)0;
     T r = (T)(a % b);
     if (r != 0 && ((r < 0) != (b < 0))) r = (T)(r + b);
     return r;
   } else {
-    return (T)(a % b);
+    return b == (T)0 ? (T)0 : (T)(a % b);
   }
 }
 
