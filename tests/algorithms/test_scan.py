@@ -473,11 +473,17 @@ def test_exact_operator_classes():
     assert not exact_operator("user", D.float32) and not exact_operator("user", D.bfloat16)
 
 
+# every dtype on up to 10 tiles; 47 tiles (windows and groups crossed several times) on a
+# packed and a wide status word, each dtype's kernels being the same at every size
+EXACT_SIZES = [(n, d) for n in (1, TILE + 1, 9 * TILE + 7)
+               for d in (np.int8, np.uint16, np.int32, np.int64, np.uint64)] + \
+              [(3001, np.int8), (3001, np.uint64)]
+
+
 @pytest.mark.parametrize("mode", [LOOKBACK, AHEAD, GROUPS, ORDERED],
                          ids=["lookback", "lookback-ahead", "groups", "ordered"])
-@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.int64, np.uint64],
-                         ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("n", [1, TILE + 1, 9 * TILE + 7, 3001])
+@pytest.mark.parametrize("n, dtype", EXACT_SIZES,
+                         ids=[f"{n}-{np.dtype(d).name}" for n, d in EXACT_SIZES])
 def test_exact_ops_every_mode(n, dtype, mode):
     """Integer sums (packed and wide status words), exclusive with init, min/max,
     xor: a window or group boundary in every few tiles."""
@@ -1157,7 +1163,8 @@ def test_groups_sqrt_sizes(monkeypatch, n):
     float32 sums bit-identical loading ahead or not and close to float64, full-range
     int64 on split status words, a non-commutative user operator inclusive and
     exclusive with init, a float sum by key (the two-fold path on as many lanes), in
-    place; nothing written past num_items."""
+    place; nothing written past num_items. From 64 tiles: the float32 sums and the
+    non-commutative operator inclusive."""
     seen = group_shapes(monkeypatch)
     x = small_ints(np.float32, n)
     run(S.inclusive_sum, x, np.zeros_like(x), n, mode=SQRT_GROUPS)
@@ -1166,6 +1173,10 @@ def test_groups_sqrt_sizes(monkeypatch, n):
         group *= 2
     assert seen == [(group, group)]
     i = small_ints(np.int32, n)
+    # 64 tiles and more: the sums and a non-commutative operator on the larger groups; the
+    # rest of the checks take the same kernels at every size (the interpreter's time is
+    # the tiles')
+    small = n < 64 * TILE
     for mode in (SQRT_GROUPS, dict(SQRT_GROUPS, load_ahead=1)):
         for method, want in ((S.inclusive_sum, np.cumsum(x)),
                              (S.exclusive_sum, exclusive_cumsum(x))):
@@ -1173,16 +1184,21 @@ def test_groups_sqrt_sizes(monkeypatch, n):
             run(method, x, y, n, mode=mode)
             np.testing.assert_array_equal(y[:n], want)
             np.testing.assert_array_equal(y[n:], 7)
-        for inv in (0, 1):
+        for inv in (0, 1) if small else ():
             yi = np.zeros_like(i)
             run(S.exclusive_sum, i, yi, n, mode=dict(mode, exact_mode=3, exclusive_inverse=inv))
             np.testing.assert_array_equal(yi, exclusive_cumsum(i))
+    u = RNG.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    split = dict(SQRT_GROUPS, split_status=1)
+    if not small:
+        yu = np.zeros_like(u)
+        run(S.inclusive_scan, u, yu, affine, n, mode=split)
+        np.testing.assert_array_equal(yu, affine_scan_ref(u))
+        return
     assert_same_bits_ahead_or_not(SQRT_GROUPS, n)
     w = RNG.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, n, dtype=np.int64)
-    u = RNG.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
     init = np.uint32((3 << 16) | 5)
     keys = runs_of(n, 40)
-    split = dict(SQRT_GROUPS, split_status=1)
     for mode in (split, dict(split, load_ahead=1)):
         yw = np.zeros_like(w)
         run(S.inclusive_sum, w, yw, n, mode=dict(mode, exact_mode=3))
