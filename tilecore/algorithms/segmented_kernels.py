@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import tilecore as ct
 
-from .reduce_kernels import before, combine_known, fold_known
+from .reduce_kernels import ahead, before, combine_known, fold_known
 
 __all__ = ["rows_known", "rows_user", "rows_arg", "long_known", "split_final", "clamp_offsets"]
 
@@ -226,7 +226,9 @@ def rows_arg(x, begins, ends, out_value, out_index, num_segments, empty,
         m = p < n
         v = ct.gather(x, beg + p, mask=m, check_bounds=False)
         kt = ct.full((SEGS, ITEMS), k, ct.int32)
-        take = before(v, kt, acc, step_of, MAX) & m
+        # a lane's steps come in order, so a tie never displaces its earlier item; its
+        # first item is always taken (ID comes last in the order)
+        take = (ahead(v, acc, MAX) | (step_of == none)) & m
         acc = ct.where(take, v, acc)
         step_of = ct.where(take, kt, step_of)
     if NARROW:      # offsets within a segment below 2**31 - 1: int32, never `none`
