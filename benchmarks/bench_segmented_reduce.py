@@ -164,8 +164,9 @@ def operators(records) -> list:
 
 
 def _rows(b, r, w=1, **kw):
-    return dict(block_threads=b, rows_items_per_thread=r, rows_waves=w,
-                long_min_avg_items=1 << 30, **kw)
+    """The rows kernel at b threads x r items, one-segment blocks included."""
+    return dict(block_threads=b, rows_items_per_thread=r, one_row_items_per_thread=r,
+                rows_waves=w, long_min_avg_items=1 << 30, **kw)
 
 
 def _long(b, hi, lo=None, **kw):

@@ -455,12 +455,14 @@ def test_policy_shapes_from_average_length():
     # the same threshold and 64-thread rows blocks for 1-, 2- and 8-byte values (measured on
     # the H200); the tuner's float64 row for int32 offsets keeps its threshold
     for size, accum, offset_size, threshold, items in (
-            (1, "int64", 8, 16384, 4), (8, "float64", 8, 16384, 8), (8, "int64", 4, 16384, 8),
+            (1, "int64", 8, 16384, 8), (8, "float64", 8, 16384, 8), (8, "int64", 4, 16384, 8),
             (2, "float32", 8, 16384, 8), (8, "float64", 4, 8192, 8)):
         got = select_segmented_policy(90, {"value_size": size, "op": "add", "accum": accum,
                                            "offset_size": offset_size})
         assert got.long_min_avg_items == threshold, (size, accum, offset_size)
         assert (got.block_threads, got.rows_items_per_thread) == (64, items), size
+        # 1- and 2-byte values: 64 x 4 rows where a block holds one segment
+        assert got.one_row_items_per_thread == (4 if size <= 2 else 64), size
     # arg_min / arg_max on 4-byte values: 128 x 8 rows (H200), eight 128-item segments a block
     a = select_segmented_policy(90, {"value_size": 4, "op": "arg", "accum": "float32",
                                      "offset_size": 8})
@@ -468,6 +470,61 @@ def test_policy_shapes_from_average_length():
     assert choose_shape(p, 1024, 1 << 27, 132, False)[0] == "rows"    # user/arg: rows only
     assert choose_shape(p, 16, 1 << 27, 132, True) == ("long", 1, 8192, 64, 1)
     assert choose_shape(p, 0, 0, 132, True) == ("rows", 16, 32, 1, 1)
+
+
+def test_one_row_blocks_step_in_their_own_width():
+    """one_row_items_per_thread narrows only a block that holds one segment: its row
+    steps through the segment block_threads * that many items at a time (at least
+    min_row_items); blocks of several segments keep the rows tile."""
+    key = {"value_size": 2, "op": "add", "accum": "float32", "offset_size": 8}
+    shaped = dict(block_threads=64, rows_items_per_thread=8, min_row_items=32,
+                  long_min_avg_items=16384)
+    with override_policy("segmented_reduce", **shaped, one_row_items_per_thread=4):
+        p = select_segmented_policy(90, key)
+    assert choose_shape(p, 1 << 20, 1 << 27, 132, True) == ("rows", 4, 128, 1, 1)  # 4 x 128
+    assert choose_shape(p, 1 << 20, 1 << 29, 132, True) == ("rows", 1, 256, 1, 1)  # avg 512
+    assert choose_shape(p, 1 << 18, 1 << 29, 132, False) == ("rows", 1, 256, 1, 1)
+    with override_policy("segmented_reduce", **shaped, one_row_items_per_thread=64):
+        assert choose_shape(select_segmented_policy(90, key), 1 << 18, 1 << 29, 132,
+                            True) == ("rows", 1, 512, 1, 1)               # the rows tile
+    with override_policy("segmented_reduce", **shaped, one_row_items_per_thread=1):
+        assert choose_shape(select_segmented_policy(90, key), 1 << 18, 1 << 29, 132,
+                            True) == ("rows", 1, 64, 1, 1)
+    with override_policy("segmented_reduce", **dict(shaped, min_row_items=128),
+                         one_row_items_per_thread=1):
+        assert choose_shape(select_segmented_policy(90, key), 1 << 18, 1 << 29, 132,
+                            True) == ("rows", 1, 128, 1, 1)               # min_row_items
+
+
+@pytest.mark.parametrize("method", ["sum", "max", "arg_max", "user"])
+def test_one_row_blocks_narrower_than_the_tile(method):
+    """Segments longer than the rows tile (a segment a block) stepped through in
+    rows narrower than the tile: the same results as NumPy."""
+    lens = [0, 1, 300, 513, 64, 1000, 129, 7]
+    off = offsets(lens)
+    x = data(np.float32, int(off[-1]))
+    n = len(lens)
+    over = dict(POLICIES["rows"], rows_items_per_thread=8, one_row_items_per_thread=2)
+    out = np.zeros(n, np.float32)
+    with override_policy("segmented_reduce", **over):
+        assert choose_shape(select_segmented_policy(90, {"value_size": 4, "op": "add",
+                                                         "accum": "float32",
+                                                         "offset_size": 8}),
+                            n, x.size, 132, True) == ("rows", 1, 64, 1, 1)
+        if method == "arg_max":
+            i = np.zeros(n, np.int64)
+            run(S.arg_max, x, out, i, n, off[:-1], off[1:])
+            assert i.tolist() == ref_fold(x, off[:-1], off[1:], np.argmax, 1)
+        elif method == "user":
+            run(S.reduce, x, out, n, off[:-1], off[1:], user_max, np.float32(-np.inf))
+            assert out.tolist() == ref_fold(x, off[:-1], off[1:], np.max, -np.inf)
+        elif method == "max":
+            run(S.max, x, out, n, off[:-1], off[1:])
+            fmax = float(np.finfo(np.float32).max)
+            assert out.tolist() == ref_fold(x, off[:-1], off[1:], np.max, -fmax)
+        else:
+            run(S.sum, x, out, n, off[:-1], off[1:])
+            assert_sums(out, x, off[:-1], off[1:], np.float32)
 
 
 def test_policy_rows_waves_keep_the_grid_full():

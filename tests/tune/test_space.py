@@ -18,7 +18,7 @@ REDUCE_BASE = {"block_threads": 256, "items_per_thread": 16, "blocks_per_sm": 4,
 SEG_BASE = {"block_threads": 128, "rows_items_per_thread": 8, "min_row_items": 32,
             "rows_waves": 1, "long_block_threads": 256, "long_items_per_thread": 32,
             "long_min_items_per_thread": 8, "long_min_avg_items": 1024,
-            "split_min_blocks_per_sm": 4, "convert_offsets": 1}
+            "split_min_blocks_per_sm": 4, "one_row_items_per_thread": 64, "convert_offsets": 1}
 BASES = {"reduce": REDUCE_BASE, "scan": SCAN_BASE, "segmented_reduce": SEG_BASE}
 
 
@@ -136,18 +136,19 @@ def test_full_reduce_space_is_listed_and_counted_alike():
 
 
 def test_full_segmented_space_counts_without_listing():
-    """70 million configs: counted by a closed formula (the constraints split the
+    """490 million configs: counted by a closed formula (the constraints split the
     fields into independent groups) in well under a second."""
     space = space_for("segmented_reduce", key("segmented_reduce"), SEG_BASE)
     p2 = lambda lo, hi: [1 << e for e in range(20) if lo <= 1 << e <= hi]
     rows = sum(1 for bt in p2(32, 1024) for it in p2(1, 64) if bt * it <= 16384
                for m in p2(1, 4096) if m <= bt * it)
     longs = sum(1 for bt in p2(32, 1024) for it in p2(1, 64) if bt * it <= 65536)
-    want = rows * longs * len(p2(1, 64)) * len(p2(1, 64)) * 10 * 8
-    assert space.size() == want == 69807360
+    per_thread = len(p2(1, 64))     # rows_waves, one_row_items_per_thread, long_min_items
+    want = rows * longs * per_thread ** 3 * 10 * 8
+    assert space.size() == want == 488651520
     # a well-known operator only: with 'arg' the long kernel's fields drop out
     arg = space_for("segmented_reduce", key("segmented_reduce", op="arg"), SEG_BASE)
-    assert arg.size() == rows
+    assert arg.size() == rows * per_thread
     assert {d.name for d in arg.dims} >= {"long_block_threads", "rows_waves"}
 
 

@@ -5,7 +5,8 @@ kernel choice, a plain function of the policy and what the host knows
 without reading device memory (the number of segments, the input's length,
 the SM count).
 
-The built-in policies leave `convert_offsets` to its dataclass default (2).
+The built-in policies leave `one_row_items_per_thread` (64: the rows tile) and
+`convert_offsets` (2) to their dataclass defaults.
 
 The tuning key: value_size (bytes per input item), accum (accumulator dtype
 name), op (operator class) and offset_size (4 or 8: the offsets' dtype).
@@ -33,6 +34,8 @@ class SegmentedPolicy:
     long_min_items_per_thread: int  # long kernel: smallest tile (fitted to the average length)
     long_min_avg_items: int       # average segment length from which the long kernel runs
     split_min_blocks_per_sm: int  # long kernel: split segments while fewer blocks than this/SM
+    one_row_items_per_thread: int = 64  # rows kernel, a block of one segment: its steps hold
+                                  # block_threads * this items at most (within the rows tile)
     convert_offsets: int = 2      # rows kernels, int64 offsets: 2 clamps each row's once in the
                                   # kernel (int32 offsets too where a block holds one row),
                                   # 1 into int32 arrays first (one pass, temporary
@@ -133,6 +136,8 @@ def choose_shape(p: SegmentedPolicy, num_segments: int, num_items: int, sm_count
         return Shape("long", 1, tile, split)
     items = min(max(_pow2_ceil(avg), p.min_row_items), p.rows_tile)
     segs = p.rows_tile // items
+    if segs == 1:   # a segment a block: the row in steps of its own width
+        items = max(min(items, p.block_threads * p.one_row_items_per_thread), p.min_row_items)
     waves = p.rows_waves if long_ok else 1
     # fewer waves while they would leave fewer than _MIN_BLOCKS_PER_SM blocks per SM
     while waves > 1 and -(-num_segments // (segs * waves)) < sm_count * _MIN_BLOCKS_PER_SM:

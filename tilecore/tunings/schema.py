@@ -392,6 +392,10 @@ SEGMENTED_REDUCE = AlgorithmSchema(
               "rows_items_per_thread items) each block reduces in turn, loading the next "
               "group's offsets with the current group's items; fewer while the grid would "
               "have fewer than 8 blocks per SM", applies=_segmented_long),
+        Param("one_row_items_per_thread", 1, 64, True,
+              "rows kernel, a block holding one segment (the average length at least the "
+              "tile): its row steps through the segment block_threads * this items at a time "
+              "(at most the tile, at least min_row_items)"),
         Param("long_block_threads", 32, 1024, True, "threads per block of the long kernel",
               applies=_segmented_long),
         Param("long_items_per_thread", 1, 64, True,
