@@ -123,7 +123,10 @@ def choose_shape(p: SegmentedPolicy, num_segments: int, num_items: int, sm_count
     """The kernel for `num_segments` segments over an input of `num_items`
     items (d_in's length: the host's bound on the total, read without touching
     device memory). `long_ok`: the operator has a long kernel (well-known
-    operators)."""
+    operators). The rows kernel's row is the average rounded up to a power of
+    two within [min_row_items, the rows tile]; a row as wide as the tile (one
+    segment a block) is then narrowed to block_threads *
+    one_row_items_per_thread items at most."""
     avg = num_items // max(num_segments, 1)
     if long_ok and avg >= p.long_min_avg_items:
         tile = p.long_tile_for(avg)
