@@ -17,8 +17,8 @@ per case and prints the best beside the shipped policy, the numbers to put in
 tuning_db/segmented_reduce/: the rows kernel's block size, items per thread
 and row groups per block (rows_waves) on 2^20 x 128; the rows kernel's block
 shapes (ROWS_SHAPES) and the long kernel's fixed and fitted tiles on the random
-lengths (also on U(256..768), U(512..1536) and U(1..16384), sweep-only cases); the long kernel's block size, tile and
-split on 1024 x 2^17; arg_max's rows kernel (block size, items per thread)
+lengths (also on U(256..768), U(512..1536) and U(1..16384), sweep-only cases);
+the long kernel's block size, tile and split on 1024 x 2^17; arg_max's rows kernel (block size, items per thread)
 on 2^20 x 128; and, per value size (float32, float64, float16, int8 sums), the
 average length below which the rows kernel runs (long_min_avg_items) over five
 length distributions and the rows kernel's threads x items over the rows cases.
@@ -53,17 +53,19 @@ CASES = {  # name: (segment lengths as a function of rng, rows for torch or None
     "2^18 x U(1..4096)": (lambda rng: rng.integers(1, 4097, 1 << 18), None),
     "1024 x 2^17": (lambda rng: np.full(1024, 1 << 17), (1024, 1 << 17)),
 }
-# --sweep only: averages on either side of the 2^18 x U(1..4096) case, where the rows and long
-# kernels trade places (RESULTS, thirty-second session)
+# --sweep only: averages on either side of the 2^18 x U(1..4096) case, where the rows kernel's
+# shapes and the long kernel trade places (RESULTS, thirty-second and thirty-third sessions)
 SWEEP_CASES = {
     "2^20 x U(256..768)": (lambda rng: rng.integers(256, 769, 1 << 20), None),
     "2^20 x U(512..1536)": (lambda rng: rng.integers(512, 1537, 1 << 20), None),
     "2^16 x U(1..16384)": (lambda rng: rng.integers(1, 16385, 1 << 16), None),
 }
 
+_LENGTHS = {name: lengths for name, (lengths, _) in {**CASES, **SWEEP_CASES}.items()}
+
 
 def make_case(name: str, odt=np.int64):
-    lengths = {**CASES, **SWEEP_CASES}[name][0](np.random.default_rng(0))
+    lengths = _LENGTHS[name](np.random.default_rng(0))
     off = np.concatenate([[0], np.cumsum(lengths)]).astype(odt)
     total = int(off[-1])
     sets = [cp.random.rand(total, dtype=cp.float32) for _ in range(buffer_sets(4 * total))]
@@ -214,18 +216,23 @@ def sweep(records) -> list:
                 check(o, sets[-1], off, total)
             results.append((g, cand))
             records.append({"op": "sweep", "case": name, "policy": cand, "gbs": g})
-        shipped = results[0][0]
-        results.sort(key=lambda r: -r[0])
-        rows += [[name, round(g, 1), f"{g / shipped:.3f}", str(c or "shipped")]
-                 for g, c in results[:5]]
-        rows.append([name, round(shipped, 1), "1.000", "shipped: " + _shape(sets[0], n)])
+        rows += _ranked(name, results, "shipped: " + _shape(sets[0], n))
         del sets
         cp.get_default_memory_pool().free_all_blocks()
     return rows
 
 
-# arg_max's rows kernel (4-byte values: 4 items a thread against the sum's 8; RESULTS:
-# 39% of the sum on 2^20 x 128), timed with --sweep
+def _ranked(name: str, results: list, shipped_label: str) -> list:
+    """Table rows of a case's (GB/s, candidate) results, the shipped policy ({})
+    first in `results`: the best 5 other candidates, then the shipped policy."""
+    shipped = results[0][0]
+    best = sorted(results[1:], key=lambda r: -r[0])[:5]
+    return [[name, round(g, 1), f"{g / shipped:.3f}", str(c)] for g, c in best] + \
+        [[name, round(shipped, 1), "1.000", shipped_label]]
+
+
+# arg_max's rows kernel (RESULTS: 39% of the sum on 2^20 x 128 at 128 x 4, 50% at 128 x 8 with
+# int32 positions), timed with --sweep
 ARG_SWEEP = [{}] + [_rows(b, r) for b, r in itertools.product((128, 256), (2, 4, 8, 16))]
 
 
@@ -247,25 +254,19 @@ def arg_sweep(records) -> list:
                                                                off[1:]) for x in sets]) / 1e6
         results.append((g, cand))
         records.append({"op": "arg_sweep", "case": name, "policy": cand, "gbs": g})
-    shipped = results[0][0]
-    results.sort(key=lambda r: -r[0])
-    rows = [[name, round(g, 1), f"{g / shipped:.3f}", str(c or "shipped")] for g, c in results[:5]]
     del sets
     cp.get_default_memory_pool().free_all_blocks()
-    return rows + [[name, round(shipped, 1), "1.000", "shipped"]]
+    return _ranked(name, results, "shipped")
 
 
 # where the rows kernel hands over to the long kernel (long_min_avg_items), per value size,
 # timed with --sweep (RESULTS, thirty-second session: the sm_90 rows' 16384)
 THRESHOLDS = (1024, 16384, 65536)
 THRESHOLD_DTYPES = (np.float32, np.float64, np.float16, np.int8)
-THRESHOLD_CASES = {
-    "2^20 x U(512..1536)": lambda rng: rng.integers(512, 1537, 1 << 20),
-    "2^18 x U(1..4096)": lambda rng: rng.integers(1, 4097, 1 << 18),
-    "2^16 x U(1..16384)": lambda rng: rng.integers(1, 16385, 1 << 16),
-    "2^17 x 4096": lambda rng: np.full(1 << 17, 4096),
-    "1024 x 2^17": lambda rng: np.full(1024, 1 << 17),
-}
+THRESHOLD_CASES = {**{k: _LENGTHS[k] for k in ("2^20 x U(512..1536)", "2^18 x U(1..4096)",
+                                                "2^16 x U(1..16384)")},
+                   "2^17 x 4096": lambda rng: np.full(1 << 17, 4096),
+                   "1024 x 2^17": _LENGTHS["1024 x 2^17"]}
 
 
 def _sum_table(records, op_name: str, cases: dict, candidates: list) -> list:
@@ -311,7 +312,7 @@ def threshold_sweep(records) -> list:
 
 # the rows kernel's block shape per value size (H200: 64 threads for every size), timed with
 # --sweep over the rows cases of THRESHOLD_CASES and 2^20 x 128
-ROWS_SHAPE_CASES = {"2^20 x 128": lambda rng: np.full(1 << 20, 128),
+ROWS_SHAPE_CASES = {"2^20 x 128": _LENGTHS["2^20 x 128"],
                     **{k: v for k, v in THRESHOLD_CASES.items() if k != "1024 x 2^17"}}
 ROWS_SHAPE_GRID = [(b, r) for b in (64, 128) for r in (4, 8, 16, 32)]
 
