@@ -179,6 +179,43 @@ def test_min_max_ignore_nan_as_cub():
     assert lo64[0] == np.finfo(np.float64).max
 
 
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+def test_narrow_float_extrema_compared_in_float32_as_in_the_value_type(dtype):
+    """min/max/arg of 16-bit floats compare in float32 (operators.order_dtype):
+    the results, NaNs, empty inputs and ties are those of the value type."""
+    finfo = ml_dtypes.finfo(dtype)
+    x = data(dtype, 3001, -3, 3).round()                      # many ties
+    x[[10, 2000]] = np.nan
+    x[[40, 41]] = [float(finfo.max), -float(finfo.max)]
+    lo, hi = np.zeros(1, dtype), np.zeros(1, dtype)
+    v, i = np.zeros(1, dtype), np.zeros(1, np.int64)
+    with small():
+        run(R.min, x, lo, x.size)
+        run(R.max, x, hi, x.size)
+        assert (lo[0], hi[0]) == (np.nanmin(x), np.nanmax(x))
+        run(R.arg_min, x, v, i, x.size)
+        assert (v[0], i[0]) == (x[41], 41)
+        x[[40, 41]] = [-np.inf, np.inf]
+        run(R.arg_max, x, v, i, x.size)
+        assert (v[0], i[0]) == (np.inf, 41)
+        run(R.reduce, x, lo, x.size, "min", dtype(-1.0))       # a run-time init
+        assert lo[0] == -np.inf
+        run(R.reduce, x[2000:2500], hi, 500, "max", dtype(100.0))  # with a NaN
+        assert hi[0] == 100.0
+    allnan = np.full(300, np.nan, dtype)
+    with small():
+        run(R.min, allnan, lo, 300)
+        run(R.arg_max, allnan, v, i, 300)
+    assert lo[0] == finfo.max and np.isnan(v[0]) and i[0] == 0
+    run(R.max, allnan, hi, 0)
+    run(R.arg_min, allnan, v, i, 0)                             # CUB: max() and index 1
+    assert hi[0] == -finfo.max and (v[0], i[0]) == (finfo.max, 1)
+    zeros = np.array([0.0, -0.0] * 100, dtype)                  # equal: the first one wins
+    with small():
+        run(R.arg_min, zeros, v, i, zeros.size)
+    assert i[0] == 0 and not np.signbit(v[0])
+
+
 # --- arg_min / arg_max ------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [np.int8, np.uint32, np.int64, np.float16, np.float32,
                                    np.float64])

@@ -217,23 +217,26 @@ def test_min_max_with_cub_empty_values(kernel, dtype):
 
 
 @pytest.mark.parametrize("kernel", ["rows", "long"])
-def test_min_max_ignore_nan_as_cub(kernel):
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_min_max_ignore_nan_as_cub(kernel, dtype):
+    """bfloat16 compares in float32 (operators.order_dtype): the same results."""
     off = offsets([50, 40, 0, 70])
-    x = data(np.float32, 160)
+    x = data(dtype, 160)
     x[[0, 7, 49]] = np.nan
     x[50:90] = np.nan                                         # an all-NaN segment
-    lo, hi = np.zeros(4, np.float32), np.zeros(4, np.float32)
+    lo, hi = np.zeros(4, dtype), np.zeros(4, dtype)
     with policy(kernel):
         run(S.min, x, lo, 4, off[:-1], off[1:])
         run(S.max, x, hi, 4, off[:-1], off[1:])
-    fmax = np.finfo(np.float32).max
+    fmax = ml_dtypes.finfo(dtype).max
     assert lo.tolist() == [np.nanmin(x[:50]), fmax, fmax, np.nanmin(x[90:])]
     assert hi.tolist() == [np.nanmax(x[:50]), -fmax, -fmax, np.nanmax(x[90:])]
 
 
 # --- arg_min / arg_max ------------------------------------------------------------------------
 @pytest.mark.parametrize("wide", [False, True], ids=["int32_positions", "int64_positions"])
-@pytest.mark.parametrize("dtype", [np.int8, np.uint32, np.float16, np.float64])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint32, np.float16, ml_dtypes.bfloat16,
+                                   np.float64])
 def test_arg_min_max_ties_go_to_the_first(monkeypatch, dtype, wide):
     """Ties go to the smallest offset, empty segments get (identity, 1), on the
     rows kernel's int32 positions (NARROW) and its int64 ones (forced)."""

@@ -41,7 +41,7 @@ from ..host.launch import fast_launcher
 from .hostpath import (NARROW, SHAPES_KEPT, VIEWS_KEPT, Signature, device_views, epoch, find,
                        host_views, remember)
 from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, same_function,
-                        scalar_dtype, sum_accumulator)
+                        order_dtype, scalar_dtype, sum_accumulator)
 
 __all__ = ["DeviceReduce", "signature_plan"]
 
@@ -59,18 +59,21 @@ class _Plan:
     size the temporary-storage layout.
 
     kind: "fixed" (sum, min, max: init is a Constant), "known" (a well-known
-    operator with a run-time init), "user" (a user operator) or "arg".
+    operator with a run-time init), "user" (a user operator) or "arg". `acc`
+    is the accumulator (CUB's: init's dtype), `work` the dtype the kernels
+    combine in and keep the partials in: `acc`, or for min/max/arg of narrow
+    floats float32 (operators.order_dtype: the same results).
     Launch arguments: the single-block kernel (single_block_threads threads)
     gets (x, *outs, n, *init) + single_tail, the first pass (x, *partials, n, *init) + first_tail, the
     second pass (*partials, *outs, grid, *init) + final_tail, where init is
     () for "fixed" and "arg"."""
 
-    __slots__ = ("kind", "acc", "policy", "target", "single", "main", "final", "tile",
+    __slots__ = ("kind", "acc", "work", "policy", "target", "single", "main", "final", "tile",
                  "single_max", "grid_max", "single_tail", "first_tail", "final_tail", "_layouts", "_views")
 
-    def __init__(self, kind: str, acc: DType, policy: ReducePolicy, target: Target, single,
-                 main, final, tails: tuple[tuple, tuple, tuple]) -> None:
-        self.kind, self.acc, self.policy, self.target = kind, acc, policy, target
+    def __init__(self, kind: str, acc: DType, work: DType, policy: ReducePolicy, target: Target,
+                 single, main, final, tails: tuple[tuple, tuple, tuple]) -> None:
+        self.kind, self.acc, self.work, self.policy, self.target = kind, acc, work, policy, target
         self.single, self.main, self.final = single, main, final
         self.tile = policy.tile_items
         # n <= single_max: one single-block kernel (at most single_block_max_items, or
@@ -99,7 +102,7 @@ class _Plan:
         if got is None:
             layout = Layout(2)
             if grid:
-                layout.slot(0).alias(self.acc, grid)
+                layout.slot(0).alias(self.work, grid)
                 if self.kind == "arg":
                     layout.slot(1).alias(D.int64, grid)
             layout.map_to_buffer(layout.size())
@@ -155,7 +158,8 @@ def _make_plan(kind: str, in_dtype: DType, acc: DType, op: Any, target: Target, 
     policy = select_reduce_policy(target.cc, key)
     tile = policy.tile_items
     one = policy.single_block_threads * policy.items_per_thread   # the single block's tile
-    final_tile = policy.final_block_threads * max(1, 16 // acc.itemsize)
+    work = order_dtype(acc) if kind == "arg" or op in ("min", "max") else acc
+    final_tile = policy.final_block_threads * max(1, 16 // work.itemsize)
     xf = transform if transform is not None else _no_transform
     has_xf = transform is not None
     if kind == "arg":
@@ -163,25 +167,25 @@ def _make_plan(kind: str, in_dtype: DType, acc: DType, op: Any, target: Target, 
         # CUB's value for an empty input: numeric_limits<In>::max() (arg_min) or lowest()
         # (arg_max), the largest finite values for floats
         empty = acc.min if max_ else acc.max
-        ident = identity("max" if max_ else "min", acc)
-        tails = ((empty, one, ident, max_, True), (empty, tile, ident, max_, False),
+        ident = identity("max" if max_ else "min", work)
+        tails = ((empty, one, ident, max_, True, work), (empty, tile, ident, max_, False, work),
                  (empty, final_tile, ident, max_))
     elif kind == "fixed":  # sum: init 0; min/max: CUB's max() / lowest() of the input type
         fn = fin = K.reduce_known_fixed
         init = 0 if op == "add" else acc.max if op == "min" else acc.min
-        rest = (acc, op, identity(op, acc))
+        rest = (work, op, identity(op, work))
         tails = ((init, one, *rest, xf, has_xf, True), (init, tile, *rest, xf, has_xf, False),
                  (init, final_tile, *rest, _no_transform, False, True))
     elif kind == "known":
         fn = fin = K.reduce_known
-        rest = (acc, op, identity(op, acc))
+        rest = (work, op, identity(op, work))
         tails = ((one, *rest, xf, has_xf, True), (tile, *rest, xf, has_xf, False),
                  (final_tile, *rest, _no_transform, False, True))
     else:
         fn = fin = K.reduce_user
         tails = ((one, acc, op, xf, has_xf, True), (tile, acc, op, xf, has_xf, False),
                  (final_tile, acc, op, _no_transform, False, True))
-    return _Plan(kind, acc, policy, target, kernel_for(fn, policy.single_block_threads),
+    return _Plan(kind, acc, work, policy, target, kernel_for(fn, policy.single_block_threads),
                  kernel_for(fn, policy.block_threads), kernel_for(fin, policy.final_block_threads),
                  tails)
 

@@ -209,22 +209,24 @@ def rows_user(x, begins, ends, out, num_segments, init, SEGS: ct.Constant[int],
 @ct.kernel
 def rows_arg(x, begins, ends, out_value, out_index, num_segments, empty,
              SEGS: ct.Constant[int], ITEMS: ct.Constant[int], ID: ct.Constant,
-             MAX: ct.Constant[bool], NARROW: ct.Constant[bool], ROWWISE: ct.Constant[bool]):
+             MAX: ct.Constant[bool], W: ct.Constant, NARROW: ct.Constant[bool],
+             ROWWISE: ct.Constant[bool]):
     """arg_min / arg_max per segment: the first best item and its offset in
-    the segment (ties: the smallest offset; NaN last). Lanes keep the step k
-    of their best item; its offset k*ITEMS + lane is formed once at the end.
-    Empty segments: (empty, 1), as CUB."""
+    the segment (ties: the smallest offset; NaN last), compared in W
+    (operators.order_dtype). Lanes keep the step k of their best item; its
+    offset k*ITEMS + lane is formed once at the end. Empty segments: (empty,
+    1), as CUB."""
     row, col = row_grid(SEGS, ITEMS)
     first = first_row(ct.bid(0), SEGS, NARROW)
     beg, n = bounds_of_rows(begins, ends, first, row, num_segments, x.shape[0], SEGS, ITEMS,
                             NARROW, ROWWISE)
     none = 2147483647                                   # "no item yet"
-    acc = ct.full((SEGS, ITEMS), ID, x.dtype)
+    acc = ct.full((SEGS, ITEMS), ID, W)
     step_of = ct.full((SEGS, ITEMS), none, ct.int32)
     for k in range(ct.cdiv(ct.max(n), ITEMS)):
         p = col + k * ITEMS
         m = p < n
-        v = ct.gather(x, beg + p, mask=m, check_bounds=False)
+        v = ct.astype(ct.gather(x, beg + p, mask=m, check_bounds=False), W)
         kt = ct.full((SEGS, ITEMS), k, ct.int32)
         # a lane's steps come in order, so a tie never displaces its earlier item; its
         # first item is always taken (ID comes last in the order)
@@ -246,7 +248,7 @@ def rows_arg(x, begins, ends, out_value, out_index, num_segments, empty,
     r, ri = ct.reduce((acc, pos), 1, pick, (ID, unset))
     so = first + ct.arange(SEGS)
     empty_row = ri == unset       # no lane took an item (each segment's first item is taken)
-    r = ct.where(empty_row, ct.full((SEGS,), empty, x.dtype), r)
+    r = ct.where(empty_row, ct.full((SEGS,), empty, W), r)
     ri = ct.where(empty_row, ct.full((SEGS,), 1, ri.dtype), ri)
     ct.scatter(out_value, so, ct.astype(r, out_value.dtype), mask=so < num_segments)
     ct.scatter(out_index, so, ct.astype(ri, out_index.dtype), mask=so < num_segments)

@@ -56,8 +56,8 @@ from . import segmented_kernels as K
 from .shared import Step, check_dtype, kernel_for, target_of, temp_buffer
 from .arrays import Arg, address, check_1d, check_count_output, describe
 from .hostpath import SHAPES_KEPT, Signature, device_views, epoch, host_views, kept, remember
-from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, same_function,
-                        scalar_dtype, sum_accumulator)
+from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, order_dtype,
+                        same_function, scalar_dtype, sum_accumulator)
 
 __all__ = ["DeviceSegmentedReduce"]
 
@@ -70,12 +70,13 @@ CLAMP_ITEMS = 8             # offsets per thread of clamp_offsets (block_threads
 @dataclass(frozen=True)
 class _Plan:
     kind: str                   # "known", "user" or "arg"
-    acc: DType
+    acc: DType                  # CUB's accumulator (init's dtype)
+    work: DType                 # the kernels' (operators.order_dtype for min/max/arg)
     op: Any                     # the well-known name, the user function, or "min"/"max" (arg)
     policy: SegmentedPolicy
     target: Target
     offset_size: int            # 8 when either offsets array is int64, else 4
-    ident: Any                  # the operator's identity in acc (known and arg)
+    ident: Any                  # the operator's identity in work (known and arg)
     rows: Any                   # Kernel objects: rows and final with policy.block_threads,
     long: Any                   # long with policy.long_block_threads
     final: Any
@@ -111,8 +112,9 @@ def _plan(kind: str, in_dtype: DType, acc: DType, op: Any, target: Target,
         policy = select_segmented_policy(target.cc, key)
         t = policy.block_threads
         rows = {"known": K.rows_known, "user": K.rows_user, "arg": K.rows_arg}[kind]
-        ident = identity(op, acc) if kind != "user" else None
-        plan = _plans[cache_key] = _Plan(kind, acc, op, policy, target, offset_size, ident,
+        work = order_dtype(acc) if kind == "arg" or op in ("min", "max") else acc
+        ident = identity(op, work) if kind != "user" else None
+        plan = _plans[cache_key] = _Plan(kind, acc, work, op, policy, target, offset_size, ident,
                                          kernel_for(rows, t),
                                          kernel_for(K.long_known, policy.long_block_threads),
                                          kernel_for(K.split_final, t),
@@ -282,13 +284,13 @@ def _make_launches(plan: _Plan, n: int, num_items: int) -> _Launches:
     rowwise = rows and policy.convert_offsets == 2 and (wide_offsets or segs == 1)
     if plan.kind == "arg":
         step = Step((-(-n // segs),), plan.rows,
-                     (segs, items, plan.ident, plan.op == "max", narrow, rowwise))
+                     (segs, items, plan.ident, plan.op == "max", plan.work, narrow, rowwise))
         return _Launches(1, (), convert, _ROWS, (step,))
     if plan.kind == "user":
         step = Step((-(-n // segs),), plan.rows,
                      (segs, items, plan.acc, plan.op, narrow, rowwise))
         return _Launches(1, (), convert, _ROWS, (step,))
-    known = (plan.acc, plan.op, plan.ident)
+    known = (plan.work, plan.op, plan.ident)
     if rows:
         step = Step((-(-n // (segs * shape.waves)),), plan.rows,
                      (segs, items, *known, shape.waves, narrow, rowwise))
@@ -298,7 +300,7 @@ def _make_launches(plan: _Plan, n: int, num_items: int) -> _Launches:
         return _Launches(1, (), False, _LONG, (step,))
     split = shape.split
     layout = Layout(1)
-    partials = layout.slot(0).alias(plan.acc, n * split)
+    partials = layout.slot(0).alias(plan.work, n * split)
     layout.map_to_buffer(layout.size())
     final_segs = max(1, policy.block_threads * 4 // split)
     steps = (Step((n * split,), plan.long, (items, *known, split, False, narrow)),

@@ -17,4 +17,13 @@ __device__ __forceinline__ float unpack_float(const Packed16<__nv_bfloat16, P>& 
   const unsigned int w = p.w[k >> 1];
   return __uint_as_float((k & 1) ? (w & 0xffff0000u) : (w << 16));
 }
+
+// +, -, * in the bfloat16 unit, rounded once: the same result as float32's
+// operation rounded to bfloat16 (the float32 result of two bfloat16 operands is
+// exact or rounded innocuously: 24 >= 2 * p + 2 bits), without the
+// conversions (a bfloat16 user `a + b` reduction ran at 88% of the float32-
+// accumulated sum, H200). The _rn forms are never contracted into an fma.
+template <> __device__ __forceinline__ __nv_bfloat16 op_add(__nv_bfloat16 a, __nv_bfloat16 b) { return __hadd_rn(a, b); }
+template <> __device__ __forceinline__ __nv_bfloat16 op_sub(__nv_bfloat16 a, __nv_bfloat16 b) { return __hsub_rn(a, b); }
+template <> __device__ __forceinline__ __nv_bfloat16 op_mul(__nv_bfloat16 a, __nv_bfloat16 b) { return __hmul_rn(a, b); }
 }  // namespace tc
