@@ -61,7 +61,7 @@ def test_selection_per_architecture(cc, expect):
 
 def test_rows_refine_by_key_most_specific_wins():
     assert select_reduce_policy(90, KEY1).items_per_thread == 32
-    assert select_reduce_policy(90, ARG4).items_per_thread == 8        # {op: arg, value_size: 4}
+    assert select_reduce_policy(90, ARG4).items_per_thread == 16       # {op: arg, value_size: 4}
     assert select_reduce_policy(90, {**KEY4, "value_size": 8}).items_per_thread == 8
 
 
