@@ -60,7 +60,10 @@ def test_selection_per_architecture(cc, expect):
 
 
 def test_rows_refine_by_key_most_specific_wins():
-    assert select_reduce_policy(90, KEY1).items_per_thread == 32
+    one_byte = select_reduce_policy(90, KEY1)                          # {value_size: 1}
+    assert (one_byte.items_per_thread, one_byte.blocks_per_sm) == (16, 5)
+    assert select_reduce_policy(90, {**KEY1, "value_size": 2, "accum": "float32"}
+                                ).items_per_thread == 32               # {value_size: 2}
     assert select_reduce_policy(90, ARG4).items_per_thread == 16       # {op: arg, value_size: 4}
     assert select_reduce_policy(90, {**KEY4, "value_size": 8}).items_per_thread == 8
 

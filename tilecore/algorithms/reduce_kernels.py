@@ -103,26 +103,18 @@ def known(x, out, n, init, TILE, ACC, KIND, ID, XFORM, HAS_XFORM, FINAL):
     full = n // TILE
     acc = ct.full((TILE,), ID, ACC)
     mine = (full - b + g - 1) // g
-    if x.dtype.itemsize < ACC.itemsize and not x.dtype.is_float:
-        # narrow integers (widened before they are combined): software-pipelined as
-        # arg_reduce, the next tile's loads issued before this tile's conversions.
-        # Not narrow floats: a 16-bit float tile loaded for a float32 accumulator is
-        # held packed (two items a register) only when its uses are conversions, and
-        # carried to the next iteration it is not; the pipelined bfloat16 sum took
-        # 115 registers (2 blocks an SM of 256 threads, so the 4-an-SM grid ran in
-        # two waves), the plain loop 64 (4 blocks an SM, one wave), sm_90, NVRTC 13.
-        # Into float64 the plain loop also takes fewer (float32 64 vs 80, bfloat16
-        # 121 vs 156, float16 122 vs 128 and a spill).
-        last = b + (mine - 1) * g
-        t_next = ct.load(x, index=(ct.minimum(b, last),), shape=(TILE,))
-        for i in range(mine):
-            t = t_next
-            t_next = ct.load(x, index=(ct.minimum(b + (i + 1) * g, last),), shape=(TILE,))
-            acc = combine_known(acc, items(t, ACC, XFORM, HAS_XFORM), KIND)
-    else:
-        for i in range(mine):
+    # One tile an iteration, not software-pipelined: a carried narrow tile is held one
+    # item a register (H200, NVRTC 13: the pipelined int8 sum took 106 registers, 2
+    # blocks an SM, 2135 GB/s at 2^27; this loop at 16 items a thread, 47 registers, 5
+    # blocks an SM, 3765; a pipelined bfloat16 sum 115 registers against 64). Narrow integers load
+    # their full tiles unchecked (the measured form); the others keep the checked load
+    # (unchecked, the sm_80 float32 sum spilled 8 bytes).
+    for i in range(mine):
+        if x.dtype.itemsize < 4 and not x.dtype.is_float:
+            t = items(full_tile(x, b + i * g, TILE), ACC, XFORM, HAS_XFORM)
+        else:
             t = items(ct.load(x, index=(b + i * g,), shape=(TILE,)), ACC, XFORM, HAS_XFORM)
-            acc = combine_known(acc, t, KIND)
+        acc = combine_known(acc, t, KIND)
     rem = n - full * TILE
     if rem > 0:
         if b == full % g:
