@@ -30,7 +30,8 @@ from ..language import ops as L
 from ..language.dtypes import DType
 
 __all__ = ["WELL_KNOWN", "op_name", "same_function", "identity", "cxx_arithmetic", "order_dtype",
-           "sum_accumulator", "op_accumulator", "check_operand_dtype", "NUMERIC", "scalar_dtype", "as_scalar"]
+           "sum_accumulator", "op_accumulator", "check_operand_dtype", "NUMERIC", "scalar_dtype",
+           "as_scalar"]
 
 WELL_KNOWN = ("add", "mul", "min", "max", "and", "or", "xor")
 _BY_FUNCTION = {operator.add: "add", operator.mul: "mul", builtins.min: "min",

@@ -69,7 +69,8 @@ class _Plan:
     () for "fixed" and "arg"."""
 
     __slots__ = ("kind", "acc", "work", "policy", "target", "single", "main", "final", "tile",
-                 "single_max", "grid_max", "single_tail", "first_tail", "final_tail", "_layouts", "_views")
+                 "single_max", "grid_max", "single_tail", "first_tail", "final_tail", "_layouts",
+                 "_views")
 
     def __init__(self, kind: str, acc: DType, work: DType, policy: ReducePolicy, target: Target,
                  single, main, final, tails: tuple[tuple, tuple, tuple]) -> None:

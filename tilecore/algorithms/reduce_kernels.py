@@ -105,10 +105,10 @@ def known(x, out, n, init, TILE, ACC, KIND, ID, XFORM, HAS_XFORM, FINAL):
     mine = (full - b + g - 1) // g
     # One tile an iteration, not software-pipelined: a carried narrow tile is held one
     # item a register (H200, NVRTC 13: the pipelined int8 sum took 106 registers, 2
-    # blocks an SM, 2135 GB/s at 2^27; this loop at 16 items a thread, 47 registers, 5
-    # blocks an SM, 3765; a pipelined bfloat16 sum 115 registers against 64). Narrow integers load
-    # their full tiles unchecked (the measured form); the others keep the checked load
-    # (unchecked, the sm_80 float32 sum spilled 8 bytes).
+    # blocks an SM, 2135 GB/s at 2^27; this loop at 16 items a thread, 47 registers,
+    # 5 blocks an SM, 3765; a pipelined bfloat16 sum 115 registers against 64).
+    # Narrow integers load their full tiles unchecked (the measured form); the others
+    # keep the checked load (unchecked, the sm_80 float32 sum spilled 8 bytes).
     for i in range(mine):
         if x.dtype.itemsize < 4 and not x.dtype.is_float:
             t = items(full_tile(x, b + i * g, TILE), ACC, XFORM, HAS_XFORM)

@@ -23,7 +23,16 @@ __device__ __forceinline__ float unpack_float(const Packed16<__nv_bfloat16, P>& 
 // exact or rounded innocuously: 24 >= 2 * p + 2 bits), without the
 // conversions (a bfloat16 user `a + b` reduction ran at 88% of the float32-
 // accumulated sum, H200). The _rn forms are never contracted into an fma.
-template <> __device__ __forceinline__ __nv_bfloat16 op_add(__nv_bfloat16 a, __nv_bfloat16 b) { return __hadd_rn(a, b); }
-template <> __device__ __forceinline__ __nv_bfloat16 op_sub(__nv_bfloat16 a, __nv_bfloat16 b) { return __hsub_rn(a, b); }
-template <> __device__ __forceinline__ __nv_bfloat16 op_mul(__nv_bfloat16 a, __nv_bfloat16 b) { return __hmul_rn(a, b); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 op_add(__nv_bfloat16 a, __nv_bfloat16 b) {
+  return __hadd_rn(a, b);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 op_sub(__nv_bfloat16 a, __nv_bfloat16 b) {
+  return __hsub_rn(a, b);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 op_mul(__nv_bfloat16 a, __nv_bfloat16 b) {
+  return __hmul_rn(a, b);
+}
 }  // namespace tc

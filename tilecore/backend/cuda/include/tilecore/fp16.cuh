@@ -23,7 +23,10 @@ __device__ __forceinline__ float unpack_float(const Packed16<__half, P>& p, int 
 // exact or rounded innocuously: 24 >= 2 * p + 2 bits), without the
 // conversions (a bfloat16 user `a + b` reduction ran at 88% of the float32-
 // accumulated sum, H200). The _rn forms are never contracted into an fma.
-template <> __device__ __forceinline__ __half op_add(__half a, __half b) { return __hadd_rn(a, b); }
-template <> __device__ __forceinline__ __half op_sub(__half a, __half b) { return __hsub_rn(a, b); }
-template <> __device__ __forceinline__ __half op_mul(__half a, __half b) { return __hmul_rn(a, b); }
+template <>
+__device__ __forceinline__ __half op_add(__half a, __half b) { return __hadd_rn(a, b); }
+template <>
+__device__ __forceinline__ __half op_sub(__half a, __half b) { return __hsub_rn(a, b); }
+template <>
+__device__ __forceinline__ __half op_mul(__half a, __half b) { return __hmul_rn(a, b); }
 }  // namespace tc
