@@ -181,7 +181,7 @@ def test_min_max_ignore_nan_as_cub():
 
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
 def test_narrow_float_extrema_compared_in_float32_as_in_the_value_type(dtype):
-    """min/max/arg of 16-bit floats compare in float32 (operators.order_dtype):
+    """min/max/arg of 16-bit floats compare in float32 (operators.work_dtype):
     the results, NaNs, empty inputs and ties are those of the value type."""
     finfo = ml_dtypes.finfo(dtype)
     x = data(dtype, 3001, -3, 3).round()                      # many ties

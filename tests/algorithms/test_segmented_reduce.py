@@ -219,7 +219,7 @@ def test_min_max_with_cub_empty_values(kernel, dtype):
 @pytest.mark.parametrize("kernel", ["rows", "long"])
 @pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
 def test_min_max_ignore_nan_as_cub(kernel, dtype):
-    """bfloat16 compares in float32 (operators.order_dtype): the same results."""
+    """bfloat16 compares in float32 (operators.work_dtype): the same results."""
     off = offsets([50, 40, 0, 70])
     x = data(dtype, 160)
     x[[0, 7, 49]] = np.nan

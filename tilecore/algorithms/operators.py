@@ -29,7 +29,7 @@ from ..language import dtypes as D
 from ..language import ops as L
 from ..language.dtypes import DType
 
-__all__ = ["WELL_KNOWN", "op_name", "same_function", "identity", "cxx_arithmetic", "order_dtype",
+__all__ = ["WELL_KNOWN", "op_name", "same_function", "identity", "cxx_arithmetic", "work_dtype",
            "sum_accumulator", "op_accumulator", "check_operand_dtype", "NUMERIC", "scalar_dtype",
            "as_scalar"]
 
@@ -155,14 +155,17 @@ def sum_accumulator(in_dtype: DType, out_dtype: DType) -> DType:
 _SUM_LIKE = ("add", "mul", "and", "or", "xor")
 
 
-def order_dtype(values: DType) -> DType:
-    """The dtype in which the kernels of min, max, arg_min and arg_max compare
-    values of `values`: float32 for floats narrower than it, else `values`.
-    Widening such a float is exact and keeps its order (and NaNs), so every
-    result is the one the value type gives, while a compare of 16-bit floats
-    costs conversions per item on the GPU (a bfloat16 max ran at 81% of the
-    sum's bandwidth, arg_max at 65%, H200)."""
-    return D.float32 if values.is_float and values.itemsize < 4 else values
+def work_dtype(acc: DType, op: Any) -> DType:
+    """The dtype the kernels combine and compare accumulators of `acc` in under
+    the well-known operator `op` (arg_min/arg_max pass "min"/"max"): float32 for
+    min and max of floats narrower than it, else `acc`. Widening such a float is
+    exact and keeps its order (and NaNs), so every result is the one the value
+    type gives, while a compare of 16-bit floats costs conversions per item on
+    the GPU (a bfloat16 max ran at 81% of the sum's bandwidth, arg_max at 65%,
+    H200)."""
+    if op in ("min", "max") and acc.is_float and acc.itemsize < 4:
+        return D.float32
+    return acc
 
 
 def op_accumulator(values: DType, name: Optional[str]) -> DType:

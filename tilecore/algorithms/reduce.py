@@ -41,7 +41,7 @@ from ..host.launch import fast_launcher
 from .hostpath import (NARROW, SHAPES_KEPT, VIEWS_KEPT, Signature, device_views, epoch, find,
                        host_views, remember)
 from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, same_function,
-                        order_dtype, scalar_dtype, sum_accumulator)
+                        scalar_dtype, sum_accumulator, work_dtype)
 
 __all__ = ["DeviceReduce", "signature_plan"]
 
@@ -62,7 +62,7 @@ class _Plan:
     operator with a run-time init), "user" (a user operator) or "arg". `acc`
     is the accumulator (CUB's: init's dtype), `work` the dtype the kernels
     combine in and keep the partials in: `acc`, or for min/max/arg of narrow
-    floats float32 (operators.order_dtype: the same results).
+    floats float32 (operators.work_dtype: the same results).
     Launch arguments: the single-block kernel (single_block_threads threads)
     gets (x, *outs, n, *init) + single_tail, the first pass (x, *partials, n, *init) + first_tail, the
     second pass (*partials, *outs, grid, *init) + final_tail, where init is
@@ -159,7 +159,7 @@ def _make_plan(kind: str, in_dtype: DType, acc: DType, op: Any, target: Target, 
     policy = select_reduce_policy(target.cc, key)
     tile = policy.tile_items
     one = policy.single_block_threads * policy.items_per_thread   # the single block's tile
-    work = order_dtype(acc) if kind == "arg" or op in ("min", "max") else acc
+    work = work_dtype(acc, op)
     final_tile = policy.final_block_threads * max(1, 16 // work.itemsize)
     xf = transform if transform is not None else _no_transform
     has_xf = transform is not None

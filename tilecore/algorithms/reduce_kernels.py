@@ -212,6 +212,14 @@ def before(v, i, w, j, MAX):
 
 
 @ct.function
+def keep_ahead(t, k, acc, tile_of, TILE, MAX):
+    """The lanes' (value, tile number) after tile k's items t: an item strictly
+    ahead of its lane's value (ahead) takes its place; a tie keeps the earlier."""
+    take = ahead(t, acc, MAX)
+    return ct.where(take, t, acc), ct.where(take, ct.full((TILE,), k, tile_of.dtype), tile_of)
+
+
+@ct.function
 def arg_finish(acc, idx, out_value, out_index, n, empty, ID, MAX, FINAL):
     """Reduce the lanes' (value, index) pairs and write them: the only block's
     result (with CUB's empty-input outputs), or this block's partial."""
@@ -234,7 +242,7 @@ def arg_reduce(x, out_value, out_index, n, EMPTY: ct.Constant, TILE: ct.Constant
                ID: ct.Constant, MAX: ct.Constant[bool], FINAL: ct.Constant[bool],
                W: ct.Constant):
     """arg_min / arg_max of n items (first pass, or the only block when FINAL),
-    compared in W (operators.order_dtype: the value type, or float32 for
+    compared in W (operators.work_dtype: the value type, or float32 for
     narrower floats). Lanes keep the tile number of their best item; its index
     is computed once at the end (in int64). A block's lanes start from its
     first tile, and its later tiles come later in the input, so in the loop a
@@ -264,16 +272,12 @@ def arg_reduce(x, out_value, out_index, n, EMPTY: ct.Constant, TILE: ct.Constant
             k = b + i * g
             t = ct.astype(t_next, W)
             t_next = full_tile(x, ct.minimum(k + g, last), TILE)
-            take = ahead(t, acc, MAX)
-            acc = ct.where(take, t, acc)
-            tile_of = ct.where(take, ct.full((TILE,), k, none.dtype), tile_of)
+            acc, tile_of = keep_ahead(t, k, acc, tile_of, TILE, MAX)
     else:
         for i in range(1, mine):
             k = b + i * g
-            t = ct.astype(full_tile(x, k, TILE), W)
-            take = ahead(t, acc, MAX)
-            acc = ct.where(take, t, acc)
-            tile_of = ct.where(take, ct.full((TILE,), k, none.dtype), tile_of)
+            acc, tile_of = keep_ahead(ct.astype(full_tile(x, k, TILE), W), k, acc, tile_of,
+                                      TILE, MAX)
     rem = n - full * TILE
     if rem > 0:
         if b == full % g:

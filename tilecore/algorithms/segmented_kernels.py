@@ -213,7 +213,7 @@ def rows_arg(x, begins, ends, out_value, out_index, num_segments, empty,
              ROWWISE: ct.Constant[bool]):
     """arg_min / arg_max per segment: the first best item and its offset in
     the segment (ties: the smallest offset; NaN last), compared in W
-    (operators.order_dtype). Lanes keep the step k of their best item; its
+    (operators.work_dtype). Lanes keep the step k of their best item; its
     offset k*ITEMS + lane is formed once at the end. Empty segments: (empty,
     1), as CUB."""
     row, col = row_grid(SEGS, ITEMS)

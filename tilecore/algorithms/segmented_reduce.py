@@ -56,8 +56,8 @@ from . import segmented_kernels as K
 from .shared import Step, check_dtype, kernel_for, target_of, temp_buffer
 from .arrays import Arg, address, check_1d, check_count_output, describe
 from .hostpath import SHAPES_KEPT, Signature, device_views, epoch, host_views, kept, remember
-from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, order_dtype,
-                        same_function, scalar_dtype, sum_accumulator)
+from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_name, same_function,
+                        scalar_dtype, sum_accumulator, work_dtype)
 
 __all__ = ["DeviceSegmentedReduce"]
 
@@ -71,7 +71,7 @@ CLAMP_ITEMS = 8             # offsets per thread of clamp_offsets (block_threads
 class _Plan:
     kind: str                   # "known", "user" or "arg"
     acc: DType                  # CUB's accumulator (init's dtype)
-    work: DType                 # the kernels' (operators.order_dtype for min/max/arg)
+    work: DType                 # the kernels' (operators.work_dtype for min/max/arg)
     op: Any                     # the well-known name, the user function, or "min"/"max" (arg)
     policy: SegmentedPolicy
     target: Target
@@ -112,7 +112,7 @@ def _plan(kind: str, in_dtype: DType, acc: DType, op: Any, target: Target,
         policy = select_segmented_policy(target.cc, key)
         t = policy.block_threads
         rows = {"known": K.rows_known, "user": K.rows_user, "arg": K.rows_arg}[kind]
-        work = order_dtype(acc) if kind == "arg" or op in ("min", "max") else acc
+        work = work_dtype(acc, op)
         ident = identity(op, work) if kind != "user" else None
         plan = _plans[cache_key] = _Plan(kind, acc, work, op, policy, target, offset_size, ident,
                                          kernel_for(rows, t),

@@ -18,11 +18,8 @@ __device__ __forceinline__ float unpack_float(const Packed16<__half, P>& p, int 
   return __half2float(__ushort_as_half((unsigned short)((k & 1) ? (w >> 16) : (w & 0xffffu))));
 }
 
-// +, -, * in the float16 unit, rounded once: the same result as float32's
-// operation rounded to float16 (the float32 result of two float16 operands is
-// exact or rounded innocuously: 24 >= 2 * p + 2 bits), without the
-// conversions (a bfloat16 user `a + b` reduction ran at 88% of the float32-
-// accumulated sum, H200). The _rn forms are never contracted into an fma.
+// +, -, * in the float16 unit, rounded once: float32's result rounded, as in
+// bf16.cuh (24 >= 2 * 11 + 2 bits), without the conversions.
 template <>
 __device__ __forceinline__ __half op_add(__half a, __half b) { return __hadd_rn(a, b); }
 template <>
