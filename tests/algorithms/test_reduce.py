@@ -231,7 +231,7 @@ def test_arg_min_max(dtype, n):
     assert (v[0], i[0]) == (x.max(), x.argmax())
 
 
-@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float32, np.float64])
 @pytest.mark.parametrize("nan_share", [0.5, 0.95])
 def test_arg_min_max_many_nans_and_ties_across_tiles(dtype, nan_share):
     """A block's lanes start from its first tile and take later tiles' items only
@@ -245,8 +245,31 @@ def test_arg_min_max_many_nans_and_ties_across_tiles(dtype, nan_share):
     for method, ref in ((R.arg_min, np.nanargmin), (R.arg_max, np.nanargmax)):
         with small():
             run(method, x, v, i, n)
-        k = ref(x)
+        k = ref(x.astype(np.float64))               # (NumPy's nanarg* miss bfloat16's NaNs)
         assert (v[0], i[0]) == (x[k], k)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_arg_signed_zeros_and_infinities(dtype):
+    """The result is the chosen item itself: -0.0 == +0.0, so the first zero wins and
+    its sign is kept; an infinity is a number and beats NaN. Across blocks and
+    partial tiles (3001 items, 64-item tiles)."""
+    rng = np.random.default_rng(5)
+    v, i = np.zeros(1, dtype), np.zeros(1, np.int64)
+    for first in (-0.0, 0.0):
+        x = np.where(rng.random(3001) < 0.5, -0.0, 0.0).astype(dtype)
+        x[1000:1003] = np.nan
+        x[0] = first
+        for method in (R.arg_min, R.arg_max):
+            with small():
+                run(method, x, v, i, x.size)
+            assert v[0] == 0 and i[0] == 0 and np.signbit(v[0]) == np.signbit(first)
+    for method, inf in ((R.arg_max, -np.inf), (R.arg_min, np.inf)):
+        x = np.full(3001, inf, dtype)
+        x[:1700:3] = np.nan
+        with small():
+            run(method, x, v, i, x.size)
+        assert (v[0], i[0]) == (inf, 1)
 
 
 def test_arg_ties_nan_and_empty():

@@ -1,6 +1,7 @@
 """The kernels the GPU runs with the shipped sm_80/sm_90 policies (full-size
 tiles, both passes, 64-bit offsets from 2**31 items) compile under NVRTC for
 sm_80 and sm_90. Launches are captured instead of run."""
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -29,6 +30,11 @@ CASES = {
                                 np.zeros(1, np.int64), n),
     "user-f32": lambda n, x: (R.reduce, x.astype(np.float32), np.zeros(1, np.float32), n,
                               user_add, 0.0),
+    # arg_reduce's four-tile loop for 1- and 2-byte items (registers fitted to the policy)
+    "argmax-bf16": lambda n, x: (R.arg_max, x.astype(ml_dtypes.bfloat16),
+                                 np.zeros(1, ml_dtypes.bfloat16), np.zeros(1, np.int64), n),
+    "argmin-i8": lambda n, x: (R.arg_min, x.astype(np.int8), np.zeros(1, np.int8),
+                               np.zeros(1, np.int64), n),
 }
 
 
@@ -59,7 +65,8 @@ def test_single_block_kernels_compile(monkeypatch, arch, case):
     (call,) = captured(monkeypatch, *CASES[case](n, x))
     ck = ct.compile(*call, arch=arch)
     assert ck.stack_bytes == 0, f"{case}: spills ({ck.stack_bytes} bytes of stack)"
-    threads = 256 if arch == "sm_80" else 512 if case in ("sum-i8", "min-f16", "argmax-f32") else 1024
+    threads = 256 if arch == "sm_80" else 512 if case in (
+        "sum-i8", "min-f16", "argmax-f32", "argmax-bf16", "argmin-i8") else 1024
     assert f": {threads} threads" in ck.source.splitlines()[0]
 
 

@@ -46,6 +46,7 @@ from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_na
 __all__ = ["DeviceReduce", "signature_plan"]
 
 _WIDE = 1 << 31              # counts from here on specialize the kernels to 64-bit offsets
+_MAX_BLOCK_ITEMS = 1 << 32   # a first-pass block's items stay below (see _Plan.grid)
 _ONE = (1,)
 
 
@@ -89,11 +90,13 @@ class _Plan:
         """The first pass's grid for n items (0: the single-block path): the
         fewest blocks that take no more tiles each than grid_max blocks would,
         so that no few blocks run a last round alone (2^27 bfloat16 items in
-        8192-item tiles: 512 blocks of 32 tiles, not 528 of which 16 take 32)."""
+        8192-item tiles: 512 blocks of 32 tiles, not 528 of which 16 take 32), and
+        never so few that a block's items (its tiles and the partial last one)
+        reach 2^32: arg_reduce numbers them in 32 bits."""
         if n <= self.single_max:
             return 0
         tiles = n // self.tile
-        per = -(-tiles // min(self.grid_max, tiles))
+        per = min(-(-tiles // min(self.grid_max, tiles)), _MAX_BLOCK_ITEMS // self.tile - 1)
         return -(-tiles // per)
 
     def layout(self, grid: int) -> tuple[int, tuple]:
@@ -186,9 +189,15 @@ def _make_plan(kind: str, in_dtype: DType, acc: DType, op: Any, target: Target, 
         fn = fin = K.reduce_user
         tails = ((one, acc, op, xf, has_xf, True), (tile, acc, op, xf, has_xf, False),
                  (final_tile, acc, op, _no_transform, False, True))
-    return _Plan(kind, acc, work, policy, target, kernel_for(fn, policy.single_block_threads),
-                 kernel_for(fn, policy.block_threads), kernel_for(fin, policy.final_block_threads),
-                 tails)
+    # arg_reduce's loop over 1- and 2-byte items holds four tiles at once: its registers
+    # are fitted to the policy's blocks an SM, and the single block's to one (ptxas's
+    # own choice for bfloat16, 64 registers, spilled 8-16 bytes; at 3 blocks an SM 77
+    # registers and no stack; NVRTC 13, sm_90)
+    fit = policy.blocks_per_sm if kind == "arg" and in_dtype.itemsize < 4 else 0
+    return _Plan(kind, acc, work, policy, target,
+                 kernel_for(fn, policy.single_block_threads, occupancy=min(fit, 1)),
+                 kernel_for(fn, policy.block_threads, occupancy=fit),
+                 kernel_for(fin, policy.final_block_threads), tails)
 
 
 def _plan(kind: str, in_dtype: DType, acc: DType, op: Any, target: Target, wide: bool,

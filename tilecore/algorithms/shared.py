@@ -19,15 +19,17 @@ __all__ = ["kernel_for", "target_of", "temp_buffer", "check_dtype", "Step"]
 _kernels: dict[tuple, Any] = {}
 
 
-def kernel_for(fn: Any, threads: int, vector_width: int = 0) -> Any:
+def kernel_for(fn: Any, threads: int, vector_width: int = 0, occupancy: int = 0) -> Any:
     """The kernel object of tile kernel `fn` launched with `threads` threads per
-    block and the kernel option `vector_width` (0: the compiler's), made once: its
-    compiled specializations and fast launchers live on it."""
-    key = (fn.pyfunc, threads, vector_width)
+    block and the kernel options `vector_width` and `occupancy` (0: the
+    compiler's), made once: its compiled specializations and fast launchers live
+    on it."""
+    key = (fn.pyfunc, threads, vector_width, occupancy)
     k = _kernels.get(key)
     if k is None:
         k = _kernels[key] = ct.kernel(fn.pyfunc, num_threads=threads,
-                                      vector_width=vector_width or None)
+                                      vector_width=vector_width or None,
+                                      occupancy=occupancy or None)
     return k
 
 
