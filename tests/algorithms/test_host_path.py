@@ -348,8 +348,8 @@ def test_first_pass_grid_leaves_no_lone_last_round():
 
 
 def test_first_pass_blocks_hold_fewer_than_2_to_the_32_items():
-    """arg_reduce numbers a block's items in 32 bits: past grid_max blocks' worth of
-    2^32 items the grid grows instead (no GPU holds such arrays yet; the grid's
+    """arg_reduce numbers a block's items in 32 bits (the largest number marks no
+    item): past grid_max blocks' worth of 2^32 items the grid grows instead (no GPU holds such arrays yet; the grid's
     arithmetic alone)."""
     host = np.zeros(1 << 20, np.int8)
     v, i = np.zeros(1, np.int8), np.zeros(1, np.int64)
@@ -360,8 +360,8 @@ def test_first_pass_blocks_hold_fewer_than_2_to_the_32_items():
         grid = plan.grid(n)
         tiles = n // tile
         per = -(-tiles // grid)
-        assert (per + 1) * tile <= 1 << 32                # the tiles and the partial one
-        most = min(-(-tiles // gmax), (1 << 32) // tile - 1)
+        assert (per + 1) * tile < (1 << 32) - 1           # the tiles and the partial one
+        most = min(-(-tiles // gmax), (1 << 32) // tile - 2)
         assert per <= most < -(-tiles // (grid - 1))     # and no fewer blocks would do
     assert plan.grid(gmax << 31) == gmax and plan.grid(gmax << 34) > gmax
 

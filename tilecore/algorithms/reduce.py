@@ -92,11 +92,12 @@ class _Plan:
         so that no few blocks run a last round alone (2^27 bfloat16 items in
         8192-item tiles: 512 blocks of 32 tiles, not 528 of which 16 take 32), and
         never so few that a block's items (its tiles and the partial last one)
-        reach 2^32: arg_reduce numbers them in 32 bits."""
+        number 2^32 - 1: arg_reduce numbers them in 32 bits, and its largest
+        number marks no item."""
         if n <= self.single_max:
             return 0
         tiles = n // self.tile
-        per = min(-(-tiles // min(self.grid_max, tiles)), _MAX_BLOCK_ITEMS // self.tile - 1)
+        per = min(-(-tiles // min(self.grid_max, tiles)), _MAX_BLOCK_ITEMS // self.tile - 2)
         return -(-tiles // per)
 
     def layout(self, grid: int) -> tuple[int, tuple]:

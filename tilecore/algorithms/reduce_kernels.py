@@ -224,55 +224,6 @@ NO_ROUND = 2147483647               # a lane's round when it holds no item: afte
 
 
 @ct.function
-def first_of(cand, major, minor):
-    """The smallest (major, minor) pair among the lanes where cand holds, in two
-    reductions of single values (major's largest value: no lane)."""
-    if major.dtype.itemsize == 8:
-        none = 9223372036854775807
-    else:
-        none = 2147483647
-    mj = ct.min(ct.where(cand, major, none))
-    mn = ct.min(ct.where(cand & (major == mj), minor, 2147483647))
-    return mj, mn, mj == none
-
-
-@ct.function
-def arg_best(acc, major, minor, valid, MAX):
-    """The lane that comes first in arg_min (MAX: arg_max) order among the valid
-    lanes (before()'s order: NaN last, ties to the smaller (major, minor)
-    position): its value and position, as scalars. Reductions of single values
-    (the best number, then the first position holding it) instead of a fold of
-    (value, int64 index) pairs, whose every step combined both: that fold cost
-    each block's end about 2% of a 2^27 bfloat16 arg_max (H200)."""
-    if acc.dtype.is_float:
-        num = valid & (acc == acc)
-        if MAX:
-            best = ct.max(ct.where(num, acc, float("-inf")))
-        else:
-            best = ct.min(ct.where(num, acc, float("inf")))
-        mj, mn, missing = first_of(num & (acc == best), major, minor)
-        v = best
-        exact = best == 0                    # +0 == -0: the chosen lane's own zero
-        if missing:                          # no number: the first NaN (or no item)
-            mj, mn, missing = first_of(valid, major, minor)
-            exact = True
-        if exact:
-            if acc.dtype.itemsize == 8:
-                bits = ct.bitcast(acc, ct.int64)
-            else:
-                bits = ct.bitcast(acc, ct.int32)
-            v = ct.bitcast(ct.sum(ct.where((major == mj) & (minor == mn), bits, 0)), acc.dtype)
-    else:
-        if MAX:
-            best = ct.max(acc)
-        else:
-            best = ct.min(acc)
-        mj, mn, missing = first_of(valid & (acc == best), major, minor)
-        v = best
-    return v, mj, mn, missing
-
-
-@ct.function
 def arg_store(v, i, out_value, out_index, n, empty, FINAL):
     """Write the (value, index) scalars: the only block's result (with CUB's
     empty-input outputs), or this block's partial."""
@@ -289,15 +240,15 @@ def arg_store(v, i, out_value, out_index, n, empty, FINAL):
 
 
 @ct.function
-def arg_finish(acc, major, minor, valid, MAJOR_STEP, out_value, out_index, n, empty, MAX,
-               FINAL):
-    """arg_best's lane, its index major * MAJOR_STEP + minor (NO_INDEX when no
-    lane is valid), written by arg_store."""
-    v, mj, mn, missing = arg_best(acc, major, minor, valid, MAX)
-    i = ct.astype(mj, ct.int64) * MAJOR_STEP + mn
-    if missing:
-        i = NO_INDEX
-    arg_store(ct.astype(v, out_value.dtype), i, out_value, out_index, n, empty, FINAL)
+def arg_finish(acc, idx, out_value, out_index, n, empty, ID, MAX, FINAL):
+    """The lanes' (value, index) pairs folded in arg order (the final pass's, and
+    8-byte values' first pass: their order does not fit arg_key's half), written
+    by arg_store."""
+    def pick(v, i, w, j):
+        first = before(v, i, w, j, MAX)
+        return ct.where(first, v, w), ct.where(first, i, j)
+    r, ri = ct.reduce((acc, idx), 0, pick, (ID, NO_INDEX))
+    arg_store(ct.astype(r, out_value.dtype), ri, out_value, out_index, n, empty, FINAL)
 
 
 @ct.function
@@ -307,7 +258,9 @@ def arg_key(acc, pos, valid, MAX):
     high half (floats: the bits with the negatives' magnitudes flipped, -0.0 as
     +0.0, NaN after every number), the block-local position (reversed for MAX) in
     the low half; no item: after everything. So a block's pick is one built-in
-    reduction (three for arg_best's single values)."""
+    reduction instead of a fold of (value, int64 index) pairs, which combines both
+    at every step (all blocks end together, so each block's fold is on the
+    kernel's critical path: about 2% of a 2^27 bfloat16 arg_max, H200)."""
     if acc.dtype.is_float:
         bits = ct.astype(ct.bitcast(acc + 0.0, ct.int32), ct.int64)
         order = bits ^ ((bits >> 31) & 2147483647)
@@ -425,8 +378,8 @@ def arg_reduce(x, out_value, out_index, n, EMPTY: ct.Constant, TILE: ct.Constant
             i = NO_INDEX
         arg_store(ct.astype(v, out_value.dtype), i, out_value, out_index, n, EMPTY, FINAL)
     else:
-        tile = b + ct.astype(round_of, ct.int64) * g
-        arg_finish(acc, tile, lane, valid, TILE, out_value, out_index, n, EMPTY, MAX, FINAL)
+        idx = ct.where(valid, (b + ct.astype(round_of, ct.int64) * g) * TILE + lane, NO_INDEX)
+        arg_finish(acc, idx, out_value, out_index, n, EMPTY, ID, MAX, FINAL)
 
 
 @ct.kernel
@@ -442,5 +395,4 @@ def arg_reduce_pairs(values, indices, out_value, out_index, n, EMPTY: ct.Constan
         take = before(v, i, acc, idx, MAX) & valid
         acc = ct.where(take, v, acc)
         idx = ct.where(take, i, idx)
-    arg_finish(acc, idx, ct.zeros((TILE,), ct.int32), idx != NO_INDEX, 1, out_value,
-               out_index, n, EMPTY, MAX, True)
+    arg_finish(acc, idx, out_value, out_index, n, EMPTY, ID, MAX, True)
