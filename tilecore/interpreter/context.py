@@ -1,6 +1,7 @@
 """Per-block execution state and the loop that runs a block of ops.
 
-A rule is `rule(ctx, op, args) -> tuple of result arrays | Signal`. Terminators
+A rule is `rule(ctx, op, args) -> tuple of result arrays | Signal`, called
+with NumPy's floating-point error reports off (`run_block`). Terminators
 return a `Signal`; `run_block` stops at the first one and hands it to the
 enclosing control-flow rule, which is how `break`/`continue` inside nested
 `if` regions reach their loop without Python exceptions.
@@ -68,22 +69,30 @@ class BlockContext:
     env: dict[Value, object]       # Value -> np.ndarray (tiles) or the bound array
     bounds: BoundsReport = field(default_factory=BoundsReport)  # one per launch
     writes: int = 0  # memory writes so far (stores, scatters, atomics that changed memory)
+    # constant op -> its read-only value: one per launch, made by its first block
+    constants: dict[Op, np.ndarray] = field(default_factory=dict)
 
     def run_block(self, block: Block, args: Sequence[np.ndarray]) -> Optional[Signal]:
         """Bind the block arguments, run its ops in order; return the signal of
-        its terminator (None for a block without one, i.e. the function body)."""
+        its terminator (None for a block without one, i.e. the function body).
+
+        The rules run with NumPy's floating-point error reports off: the IR
+        defines integer wrapping, division by zero, overflow and NaN results
+        (or leaves them unspecified, but never failing). Set once here rather
+        than in each rule, as entering np.errstate costs more than most ops."""
         env = self.env
         for arg, value in zip(block.args, args):
             env[arg] = value
         rules = self.rules
-        for op in block.ops:
-            out = rules[op.name](self, op, [env[v] for v in op.operands])
-            if type(out) is Signal:
-                return out
-            for res, value in zip(op.results, out):
-                value = np.asarray(value)  # NumPy ops on 0-d arrays return scalars
-                _check_result(op, res, value)
-                env[res] = value
+        with np.errstate(all="ignore"):
+            for op in block.ops:
+                out = rules[op.name](self, op, [env[v] for v in op.operands])
+                if type(out) is Signal:
+                    return out
+                for res, value in zip(op.results, out):
+                    value = np.asarray(value)  # NumPy ops on 0-d arrays return scalars
+                    _check_result(op, res, value)
+                    env[res] = value
         return None
 
 

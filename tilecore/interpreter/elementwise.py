@@ -2,9 +2,10 @@
 
 Operands are computed in `compute_dtype` (float32 for narrow floats, int32 for
 bool) and each result is rounded once to the result dtype with `cast`, which
-is what the CUDA backend does. Integer arithmetic wraps; NumPy's overflow and
-divide warnings are silenced because the IR defines (or leaves unspecified,
-but never failing) those cases.
+is what the CUDA backend does (`to_storage` skips a cast that would only copy).
+Integer arithmetic wraps; NumPy's overflow and divide warnings are silenced
+(by `run_block`, for every rule) because the IR defines (or leaves
+unspecified, but never failing) those cases.
 """
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import numpy as np
 from ..ir.core import Op
 from ..language.enums import RoundingMode
 from .context import BlockContext
-from ..language.rounding import cast, compute_dtype
+from ..language.rounding import cast
+from .storage import compute_dtype, to_storage
 
 __all__ = ["RULES"]
 
@@ -42,21 +44,20 @@ def _unary(ctx: BlockContext, op: Op, args: list) -> tuple:
     x = args[0]
     dtype = op.operands[0].type.dtype
     if fn == "isnan":
-        return (np.isnan(x.astype(compute_dtype(dtype))) if dtype.is_float
+        return (np.isnan(x.astype(compute_dtype(dtype), copy=False)) if dtype.is_float
                 else np.zeros(x.shape, np.bool_),)
     if fn == "invert" and dtype.is_bool:
         return (np.logical_not(x),)
-    with np.errstate(all="ignore"):
-        xc = x.astype(compute_dtype(dtype))
-        if fn == "neg":
-            r = np.negative(xc)
-        elif fn == "invert":
-            r = np.invert(xc)
-        elif fn == "abs":
-            r = np.abs(xc)
-        else:
-            r = _FLOAT_UNARY[fn](xc)
-        return (cast(r, dtype),)
+    xc = x.astype(compute_dtype(dtype), copy=False)  # read, never written
+    if fn == "neg":
+        r = np.negative(xc)
+    elif fn == "invert":
+        r = np.invert(xc)
+    elif fn == "abs":
+        r = np.abs(xc)
+    else:
+        r = _FLOAT_UNARY[fn](xc)
+    return (to_storage(r, dtype),)
 
 
 def _int_floordiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -145,15 +146,14 @@ def _truediv(op: Op, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _binary(ctx: BlockContext, op: Op, args: list) -> tuple:
     fn = op.attrs["fn"]
     if fn == "truediv" and len(op.attrs) > 1:
-        with np.errstate(all="ignore"):
-            return (_truediv(op, args[0].astype(np.float32), args[1].astype(np.float32)),)
+        return (_truediv(op, args[0].astype(np.float32, copy=False),
+                         args[1].astype(np.float32, copy=False)),)
     dtype = op.operands[0].type.dtype
     cdt = compute_dtype(dtype)
-    with np.errstate(all="ignore"):
-        a, b = args[0].astype(cdt), args[1].astype(cdt)
-        impl = _COMMON_BINARY.get(fn) or (_FLOAT_BINARY if dtype.is_float
-                                          else _INT_BINARY)[fn]
-        return (cast(impl(a, b), dtype),)
+    impl = _COMMON_BINARY.get(fn) or (_FLOAT_BINARY if dtype.is_float else _INT_BINARY)[fn]
+    # the operands are only read (every impl returns a new array): no copies
+    a, b = args[0].astype(cdt, copy=False), args[1].astype(cdt, copy=False)
+    return (to_storage(impl(a, b), dtype),)
 
 
 _COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
@@ -164,7 +164,8 @@ def _compare(ctx: BlockContext, op: Op, args: list) -> tuple:
     dtype = op.operands[0].type.dtype
     # bool compares as 0/1, exactly like its int32 compute form.
     cdt = compute_dtype(dtype)
-    return (_COMPARE[op.attrs["fn"]](args[0].astype(cdt), args[1].astype(cdt)),)
+    return (_COMPARE[op.attrs["fn"]](args[0].astype(cdt, copy=False),
+                                     args[1].astype(cdt, copy=False)),)
 
 
 def _where(ctx: BlockContext, op: Op, args: list) -> tuple:

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..ir.core import Op
 from .context import BlockContext
-from ..language.rounding import cast, compute_dtype
+from .storage import compute_dtype, to_storage
 
 __all__ = ["RULES"]
 
@@ -22,17 +22,16 @@ def _reduce(ctx: BlockContext, op: Op, args: list) -> tuple:
     dtype = op.operands[0].type.dtype
     cdt = compute_dtype(dtype)
     fn = _REDUCE[op.attrs["fn"]]
-    with np.errstate(all="ignore"):
-        x = args[0].astype(cdt)
-        kwargs = {"dtype": cdt} if op.attrs["fn"] in ("sum", "prod") else {}
-        r = fn(x, axis=tuple(op.attrs["axes"]), keepdims=op.attrs["keepdims"], **kwargs)
-        return (cast(np.asarray(r), dtype),)
+    x = args[0].astype(cdt, copy=False)  # read, never written
+    kwargs = {"dtype": cdt} if op.attrs["fn"] in ("sum", "prod") else {}
+    r = fn(x, axis=tuple(op.attrs["axes"]), keepdims=op.attrs["keepdims"], **kwargs)
+    return (to_storage(r, dtype),)
 
 
 def _argreduce(ctx: BlockContext, op: Op, args: list) -> tuple:
     dtype = op.operands[0].type.dtype
     fn = np.argmax if op.attrs["fn"] == "argmax" else np.argmin
-    x = args[0].astype(compute_dtype(dtype))
+    x = args[0].astype(compute_dtype(dtype), copy=False)
     r = fn(x, axis=op.attrs["axis"], keepdims=op.attrs["keepdims"])
     return (np.asarray(r).astype(np.int32),)
 

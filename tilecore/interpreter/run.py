@@ -41,8 +41,9 @@ def run_function(fn: Function, grid: tuple[int, int, int], args: Sequence[object
     names = {p.value: p.name for p in fn.params if isinstance(p.value.type, ArrayType)}
     grid = tuple(int(g) for g in grid)
     bounds = BoundsReport(strict_bounds)
+    constants: dict = {}  # shared by the blocks: each constant op is made once a launch
     for bid in block_ids(grid, block_order, seed):
-        ctx = BlockContext(bid, grid, names, RULES, dict(bindings), bounds)
+        ctx = BlockContext(bid, grid, names, RULES, dict(bindings), bounds, constants=constants)
         ctx.run_block(fn.body, ())
 
 

@@ -20,7 +20,9 @@ __all__ = ["RULES", "combine"]
 
 
 def combine(ctx: BlockContext, region: Block, lhs: list, rhs: list) -> list[np.ndarray]:
-    """The region's results for the element-wise pairs (lhs[i], rhs[i])."""
+    """The region's results for the element-wise pairs (lhs[i], rhs[i]). Its
+    ops run inside the scan or fold rule, so with NumPy's floating-point error
+    reports off (`BlockContext.run_block`)."""
     env = {arg: np.asarray(v) for arg, v in zip(region.args, list(lhs) + list(rhs))}
     for op in region.ops:
         args = [env[v] for v in op.operands]
@@ -33,6 +35,12 @@ def combine(ctx: BlockContext, region: Block, lhs: list, rhs: list) -> list[np.n
         for res, value in zip(op.results, out):
             env[res] = np.asarray(value)
     raise AssertionError("a combining region ends with yield")
+
+
+def _broadcast(v: np.ndarray, shape: tuple) -> np.ndarray:
+    """`v` broadcast to `shape`; `v` itself when it has that shape (most
+    combining results do: only a result that ignores the operands is smaller)."""
+    return v if v.shape == shape else np.broadcast_to(v, shape)
 
 
 def _last(x: np.ndarray, axis: int, reverse: bool) -> np.ndarray:
@@ -49,7 +57,7 @@ def _scan(ctx: BlockContext, op: Op, args: list) -> tuple:
     while d < n:
         later = [y[..., d:] for y in ys]
         new = combine(ctx, op.regions[0], [y[..., :-d] for y in ys], later)
-        ys = [np.concatenate((y[..., :d], np.broadcast_to(v, t.shape)), axis=-1)
+        ys = [np.concatenate((y[..., :d], _broadcast(v, t.shape)), axis=-1)
               for y, v, t in zip(ys, new, later)]
         d *= 2
     if op.attrs.get("exclusive"):   # shifted by one: the first element the identity
@@ -65,13 +73,13 @@ def _fold(ctx: BlockContext, op: Op, args: list) -> tuple:
     if op.attrs.get("sequential"):   # left to right: element j joins the running value
         acc = [y[..., :1] for y in ys]
         for j in range(1, ys[0].shape[-1]):
-            acc = [np.broadcast_to(v, a.shape) for v, a in
+            acc = [_broadcast(v, a.shape) for v, a in
                    zip(combine(ctx, op.regions[0], acc, [y[..., j:j + 1] for y in ys]), acc)]
         ys = acc
     while ys[0].shape[-1] > 1:
         first = [y[..., 0::2] for y in ys]
         new = combine(ctx, op.regions[0], first, [y[..., 1::2] for y in ys])
-        ys = [np.broadcast_to(v, f.shape) for v, f in zip(new, first)]
+        ys = [_broadcast(v, f.shape) for v, f in zip(new, first)]
     if op.attrs["keepdims"]:
         return tuple(np.ascontiguousarray(np.moveaxis(y, -1, axis)) for y in ys)
     return tuple(np.array(y[..., 0]) for y in ys)  # (ascontiguousarray makes 0-d 1-d)

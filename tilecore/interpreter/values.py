@@ -16,11 +16,23 @@ __all__ = ["RULES"]
 
 
 def _constant(ctx: BlockContext, op: Op, args: list) -> tuple:
+    """The op's value, made on its first run in the launch and then shared
+    (read-only, as every tile is) by all the runs of the launch's blocks."""
+    value = ctx.constants.get(op)
+    if value is None:
+        value = ctx.constants[op] = _make_constant(op)
+    return (value,)
+
+
+def _make_constant(op: Op) -> np.ndarray:
     dtype = op.result.type.dtype
     value = op.attrs["value"]
     if dtype.is_integer:
-        return (np.array(value, dtype=dtype.numpy_dtype),)
-    return (cast(np.array(value), dtype),)
+        out = np.array(value, dtype=dtype.numpy_dtype)
+    else:
+        out = np.asarray(cast(np.array(value), dtype))  # bool's `!= 0` gives a NumPy scalar
+    out.flags.writeable = False
+    return out
 
 
 def _int32(value: int) -> np.ndarray:
@@ -56,7 +68,18 @@ def _iota(ctx: BlockContext, op: Op, args: list) -> tuple:
 
 
 def _broadcast(ctx: BlockContext, op: Op, args: list) -> tuple:
-    return (np.broadcast_to(args[0], tuple(op.attrs["shape"])),)
+    return (_broadcast_to(args[0], tuple(op.attrs["shape"])),)
+
+
+def _broadcast_to(x: np.ndarray, shape: tuple) -> np.ndarray:
+    """`np.broadcast_to(x, shape)`: for a 0-d `x` (a scalar made a tile, the
+    common case) the same read-only view with all strides 0, built directly,
+    as NumPy's general version costs several times more than the op."""
+    if x.ndim:
+        return np.broadcast_to(x, shape)
+    view = np.ndarray(shape, x.dtype, x, 0, (0,) * len(shape))
+    view.flags.writeable = False
+    return view
 
 
 def _reshape(ctx: BlockContext, op: Op, args: list) -> tuple:
