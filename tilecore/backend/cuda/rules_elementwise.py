@@ -218,7 +218,22 @@ def _picks_one_element(ctx: Ctx, op: Op) -> Optional[str]:
 
 
 def _where_expr(ctx: Ctx, op: Op, args: list[str]) -> str:
+    if _select_after_float_compare(ctx, op):
+        return f"tc::select_exact({args[0]}, {args[1]}, {args[2]})"
     return f"{args[0]} ? {args[1]} : {args[2]}"
+
+
+def _select_after_float_compare(ctx: Ctx, op: Op) -> bool:
+    """Whether a float32/float64 `where` selects by a float comparison: NVVM folds
+    `x > y ? x : y` (and the like) into max.f32 / min.f32, which order -0.0 below
+    +0.0 where the select would keep y (`where(t > -0.0, t, -0.0)` gave +0.0 for
+    t = +0.0 on an H200, the interpreter -0.0; found by the differential fuzzer),
+    so such a select is emitted opaque to it (tc::select_exact: one selp)."""
+    dtype = op.result.type.dtype
+    if not dtype.is_float or dtype.itemsize not in (4, 8) or dtype == D.tfloat32:
+        return False
+    cond = ctx.definer(op.operands[0])
+    return cond is not None and cond.name == "compare" and cond.operands[0].type.dtype.is_float
 
 
 # op name -> the C++ expression of one result element, given the C++

@@ -286,6 +286,21 @@ template <class T> __device__ __forceinline__ T op_rshift(T a, T b) {
   return a < (T)0 ? (T)-1 : (T)0;
 }
 
+// c ? a : b that NVVM cannot fold with the comparison that made c into max/min (which
+// order -0.0 below +0.0 where the select keeps the operand it names): one selp.
+__device__ __forceinline__ float select_exact(bool c, float a, float b) {
+  float r;
+  asm("{ .reg .pred p; setp.ne.b32 p, %1, 0; selp.f32 %0, %2, %3, p; }"
+      : "=f"(r) : "r"((int)c), "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ double select_exact(bool c, double a, double b) {
+  double r;
+  asm("{ .reg .pred p; setp.ne.b32 p, %1, 0; selp.f64 %0, %2, %3, p; }"
+      : "=d"(r) : "r"((int)c), "d"(a), "d"(b));
+  return r;
+}
+
 #define TC_CMP_OP(NAME, OP)                                                    \
   template <class T> __device__ __forceinline__ bool op_##NAME(T a, T b) {     \
     return Num<T>::up(a) OP Num<T>::up(b);                                     \
