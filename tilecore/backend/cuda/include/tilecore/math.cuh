@@ -52,10 +52,13 @@ template <class T> __device__ __forceinline__ T op_invert(T x) {
 // abs(int16(-32768)) == -32768 as in NumPy. Measured on the H100 (NVRTC 13.0):
 // with abs.s16, or the C++ forms x < 0 ? -x : x and (x ^ m) - m in 16 bits, the
 // compiled `0 >= abs(x)` of -32768 was false (found by the fuzzer, seed 9811).
+// 32-bit values through abs.s64 and a truncation: ptxas took abs.s32's result for
+// non-negative and dropped the `>= 0` half of a gather's bounds test, so abs(INT_MIN)
+// read 2^31 elements before the array (H200, NVRTC 13.0; the fuzzer's seed 3900037).
 __device__ __forceinline__ int iabs(int x) {
-  int r;
-  asm("abs.s32 %0, %1;" : "=r"(r) : "r"(x));
-  return r;
+  long long r;
+  asm("abs.s64 %0, %1;" : "=l"(r) : "l"((long long)x));
+  return (int)r;
 }
 __device__ __forceinline__ short iabs(short x) { return (short)iabs((int)x); }
 __device__ __forceinline__ signed char iabs(signed char x) { return (signed char)iabs((int)x); }
