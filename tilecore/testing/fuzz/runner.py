@@ -80,10 +80,19 @@ def run_seed(seed: int, cfg: RunConfig, workroot: Path) -> dict:
 
 # A launch that faults (illegal address, ...) leaves the process's CUDA context
 # unusable: the worker then skips its remaining seeds, which run_seeds re-runs in
-# fresh workers.
-_STICKY = ("ILLEGAL_ADDRESS", "LAUNCH_FAILED", "ILLEGAL_INSTRUCTION", "MISALIGNED_ADDRESS",
-           "HARDWARE_STACK_ERROR", "INVALID_PC", "CUDA_ERROR_ASSERT", "LAUNCH_TIMEOUT")
+# fresh workers. The errors as the driver names them (CUDA_ERROR_ILLEGAL_ADDRESS,
+# tilecore's launches) and as the runtime does (cudaErrorIllegalAddress, CuPy's
+# synchronize in the GPU stage), compared lowercased without underscores.
+_STICKY = ("cudaerrorillegaladdress", "cudaerrorlaunchfail", "cudaerrorillegalinstruction",
+           "cudaerrormisalignedaddress", "cudaerrorhardwarestackerror", "cudaerrorinvalidpc",
+           "cudaerrorassert", "cudaerrorlaunchtimeout")
 _CONTEXT_LOST: list[int] = []
+
+
+def _context_lost(detail: str) -> bool:
+    """Whether a failure's text names an error that leaves the CUDA context unusable."""
+    text = detail.lower().replace("_", "")
+    return any(name in text for name in _STICKY)
 
 
 def _handle_failure(prog, out: Outcome, cfg: RunConfig, workdir: Path) -> dict:
@@ -91,7 +100,7 @@ def _handle_failure(prog, out: Outcome, cfg: RunConfig, workdir: Path) -> dict:
     from .reproducer import save
     drop: frozenset = frozenset()
     best = out
-    sticky = cfg.gpu and any(name in out.detail for name in _STICKY)
+    sticky = cfg.gpu and _context_lost(out.detail)
     if sticky:
         _CONTEXT_LOST.append(prog.seed)
     if cfg.minimize and out.status != "timeout" and not sticky:
