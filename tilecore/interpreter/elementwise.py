@@ -14,8 +14,8 @@ import numpy as np
 from ..ir.core import Op
 from ..language.enums import RoundingMode
 from .context import BlockContext
-from ..language.rounding import cast
-from .storage import compute_dtype, to_storage
+from ..language.rounding import cast, compute_dtype
+from .storage import to_storage
 
 __all__ = ["RULES"]
 

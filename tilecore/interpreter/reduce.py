@@ -11,7 +11,8 @@ import numpy as np
 
 from ..ir.core import Op
 from .context import BlockContext
-from .storage import compute_dtype, to_storage
+from ..language.rounding import compute_dtype
+from .storage import to_storage
 
 __all__ = ["RULES"]
 

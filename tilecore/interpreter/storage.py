@@ -1,25 +1,20 @@
-"""The interpreter's fast paths around `language.rounding`: the rules run
-once per op per block, so the per-call cost of these two matters.
+"""The interpreter's fast path around `language.rounding.cast`: the rules run
+once per op per block, so its per-call cost matters.
 
-`compute_dtype` is memoized per DType. `to_storage` is `cast` for a result the
-rule has just computed: where `cast` would only copy it unchanged (it already
-is in the storage dtype of a bool, integer, float32 or float64 result), it
-returns the array itself; tiles are never written, so the copy is needless.
+`to_storage` is `cast` for a result the rule has just computed: where `cast`
+would only copy it unchanged (it already is in the storage dtype of a bool,
+integer, float32 or float64 result), it returns the array itself; tiles are never written, so the copy is needless.
 Every other dtype (the narrow floats, tfloat32 in its float32 container) goes
 through `cast`, which rounds it.
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from ..language.dtypes import ALL_DTYPES, DType
-from ..language.rounding import cast, compute_dtype as _compute_dtype
+from ..language.rounding import cast
 
-__all__ = ["compute_dtype", "to_storage"]
-
-compute_dtype = functools.lru_cache(maxsize=None)(_compute_dtype)
+__all__ = ["to_storage"]
 
 
 def _cast_is_a_copy(dtype: DType) -> bool:

@@ -10,6 +10,8 @@ implements the `astype` contract of `ir.ops`; arithmetic rules use
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .dtypes import DType
@@ -35,10 +37,12 @@ def round_to_tf32(x: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(x), x, rounded)
 
 
+@functools.lru_cache(maxsize=None)
 def compute_dtype(dtype: DType) -> np.dtype:
     """The NumPy dtype arithmetic on `dtype` runs in: float32 for every float
     narrower than float32 (and tfloat32), int32 for bool (C++ promotes bool
-    operands to int), the storage dtype otherwise."""
+    operands to int), the storage dtype otherwise. Memoized: the interpreter
+    asks once per op and block."""
     if dtype.is_float:
         return _F64 if dtype.numpy_dtype == _F64 else _F32
     if dtype.is_bool:
