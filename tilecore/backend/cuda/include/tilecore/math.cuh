@@ -47,7 +47,7 @@ template <class T> __device__ __forceinline__ T op_invert(T x) {
   else return (T)(~x);
 }
 
-// Integer abs through PTX's abs.s32/abs.s64 (which map the minimum to itself),
+// Integer abs that maps the minimum to itself (as PTX's abs.s32/abs.s64 do),
 // 8- and 16-bit values sign-extended to 32 bits and the result truncated, so
 // abs(int16(-32768)) == -32768 as in NumPy. Measured on the H100 (NVRTC 13.0):
 // with abs.s16, or the C++ forms x < 0 ? -x : x and (x ^ m) - m in 16 bits, the
@@ -62,9 +62,20 @@ __device__ __forceinline__ int iabs(int x) {
 }
 __device__ __forceinline__ short iabs(short x) { return (short)iabs((int)x); }
 __device__ __forceinline__ signed char iabs(signed char x) { return (signed char)iabs((int)x); }
+// 64-bit values in 32-bit halves, (x ^ m) - m with a borrow (m: x's sign in every
+// bit): with abs.s64, ptxas took the result for non-negative in the same way and
+// dropped the gather's test of abs(INT64_MIN) (H200, NVRTC 13.0).
 __device__ __forceinline__ long long iabs(long long x) {
   long long r;
-  asm("abs.s64 %0, %1;" : "=l"(r) : "l"(x));
+  asm("{\n\t.reg .b32 lo, hi, m;\n\t"
+      "mov.b64 {lo, hi}, %1;\n\t"
+      "shr.s32 m, hi, 31;\n\t"
+      "xor.b32 lo, lo, m;\n\t"
+      "xor.b32 hi, hi, m;\n\t"
+      "sub.cc.u32 lo, lo, m;\n\t"
+      "subc.u32 hi, hi, m;\n\t"
+      "mov.b64 %0, {lo, hi};\n\t}"
+      : "=l"(r) : "l"(x));
   return r;
 }
 
