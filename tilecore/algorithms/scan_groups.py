@@ -11,7 +11,7 @@ import tilecore as ct
 from .reduce_kernels import combine_known, fold_known
 from .scan_status import (HEAD, flags_of, load_needed, publish_aggregate, publish_at, ready_bits,
                           second_needed, word_values)
-from .scan_tiles import fold_parts, join, join_ok, local_scan, store_tile
+from .scan_tiles import fold_parts, join, join_ok, local_scan, op2, store_tile
 
 __all__ = ["GROUPS", "group_values", "publish_group", "groups_prefix_fused", "groups_rest",
            "publish_ahead"]
@@ -41,6 +41,10 @@ def publish_group(status, vals, P, k, v, hd, a_head, GROUP, KIND, OP, ID, ACC, B
     if KIND != "user" and not BY_KEY:
         publish_at(status, P + k, vals, P + k, flags_of(a_head),
                    fold_known(v, 0, KIND, ID, True), ACC, PACKED)
+    elif not BY_KEY:    # every lane holds an aggregate: a plain fold, no (ok, value) pairs
+        publish_at(status, P + k, vals, P + k, flags_of(a_head),
+                   ct.reduce(v, 0, lambda a, b: op2(a, b, KIND, OP, ACC), 0, keepdims=True),
+                   ACC, PACKED)
     else:
         _, f_head, f_val = fold_parts(ct.full((GROUP,), 1, ct.int32), hd, v, KIND, OP, ACC,
                                       BY_KEY)
