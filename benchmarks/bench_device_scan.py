@@ -3,7 +3,9 @@ make_inclusive_scan / make_exclusive_scan with OpKind.PLUS), CuPy's cumsum,
 torch.cumsum and the device-to-device copy, float32 and int32 at 2^24..2^28
 (--dtypes: also float64, int64, float16), all in one run on one GPU; plus a
 user operator computing the same sum (`user_add`, compiled into the same kernel:
-inclusive_scan, and exclusive_scan with init 0) at 2^27.
+inclusive_scan, and exclusive_scan with init 0) at 2^27, and the same sum written
+so that DeviceScan does not recognize it as "add" (`user_add_general`: the
+general user operator's ordered look-back).
 
 Bandwidth counts bytes read plus written (2 per item byte: a single-pass
 scan moves what a copy moves), timed in the steady state (common.steady_ms:
@@ -92,6 +94,13 @@ def _tag(p: dict) -> str:
 
 def user_add(a, b):
     return a + b
+
+
+def user_add_general(a, b):
+    """The same sum as a user operator DeviceScan does not recognize as "add"
+    (algorithms/op_recognition.py): its look-back folds in order."""
+    total = a + b
+    return total
 
 
 class TileScan:
@@ -201,6 +210,7 @@ def _impls(x, y, exclusive: bool, sweep: bool, log2n: int, user_sweep: bool,
     if log2n == 27 and x.dtype in (cp.float32, cp.int32, cp.float64, cp.int64) or \
             chunk_sweep and wide:
         impls["tilecore user_add"] = TileScan(x, y, exclusive, op=user_add)
+        impls["tilecore user_add_general"] = TileScan(x, y, exclusive, op=user_add_general)
     if chunk_sweep and wide:
         for p in CHUNK_SWEEP[:2]:
             impls[f"tilecore user_add {_tag(p)}"] = TileScan(x, y, exclusive, p, user_add)

@@ -102,7 +102,8 @@ def exclusive_cumsum(x):
 
 
 def user_add(a, b):
-    return a + b
+    total = a + b    # not one `return a + b`: a user operator, not recognized as "add"
+    return total
 
 
 def take_last(a, b):

@@ -38,6 +38,7 @@ from ..language.dtypes import DType
 from .shared import check_dtype, target_of, temp_buffer
 from .arrays import Arg, byte_span, check_1d, check_num_items, describe
 from .hostpath import NARROW, SHAPES_KEPT, Signature, apart_across, epoch, find, remember
+from .op_recognition import recognized_operator
 from .operators import (NUMERIC, as_scalar, check_operand_dtype, op_accumulator, op_name,
                         same_function, scalar_dtype, sum_accumulator)
 from .scan_plan import _WIDE, _Launches, _Plan, _plan
@@ -124,8 +125,9 @@ def _scan(temp_storage, d_keys, d_in, d_out, op, init, num_items, stream, *, rul
     if by_key and _in_place(a_keys, a_out, n, out_name, "d_keys_in"):
         raise ValueError('Invalid argument "d_values_out": it is "d_keys_in" (a by-key scan '
                          "reads the keys while it writes the values: pass another array)")
-    plan = _plan(a_in.dtype, acc, name if name is not None else "user",
-                 None if name is not None else op, eq, by_key, n >= _WIDE, exclusive, target)
+    kind = name or recognized_operator(op, acc) or "user"
+    plan = _plan(a_in.dtype, acc, kind, op if kind == "user" else None, eq, by_key, n >= _WIDE,
+                 exclusive, target)
     needed = _run(plan, temp_storage, a_in.host, stream, n, a_in.obj,
                   a_keys.obj if by_key else None, a_out.obj, init_value, has_init, in_place)
     if n < _WIDE:
@@ -436,6 +438,7 @@ def inclusive_temp_bytes(target: Target, in_dtype: DType, op: Any, num_items: in
     built on DeviceScan, such as DeviceReduce.reduce_by_key)."""
     name = op_name(op)
     acc = _accumulator("op", name, Arg(None, True, in_dtype, 0, 1, -1, ()), None, None)
-    plan = _plan(in_dtype, acc, name if name is not None else "user",
-                 None if name is not None else op, None, by_key, num_items >= _WIDE, False, target)
+    kind = name or recognized_operator(op, acc) or "user"
+    plan = _plan(in_dtype, acc, kind, op if kind == "user" else None, None, by_key,
+                 num_items >= _WIDE, False, target)
     return plan.layout(num_items)[0].size(), acc
