@@ -42,6 +42,11 @@ def mul_tile_function(a, b):
     return a * b
 
 
+@ct.kernel
+def add_kernel(a, b):
+    return a + b
+
+
 @pytest.mark.parametrize("op, acc, want", [
     (lambda a, b: a + b, D.float32, "add"),
     (add_def, D.int64, "add"),
@@ -66,6 +71,7 @@ def mul_tile_function(a, b):
     (min_builtin, D.float64, None),
     (lambda a, b: a ^ b, D.float32, None),
     (operator.add, D.int32, None),          # not a user function (op_name knows it)
+    (add_kernel, D.int32, None),            # a kernel is no operator
 ], ids=lambda v: getattr(v, "__name__", str(v)))
 def test_which_spellings_are_recognized(op, acc, want):
     assert recognized_operator(op, acc) == want

@@ -25,6 +25,7 @@ from typing import Any, Optional
 
 from ..errors import TileSyntaxError
 from ..frontend.source import parse_function
+from ..kernel import TileFunction
 from ..language import ops as L
 from ..language.dtypes import DType
 
@@ -44,9 +45,9 @@ def recognized_operator(op: Any, acc: DType) -> Optional[str]:
     reports that)."""
     if acc.is_bool or acc.itemsize < 4 or not (acc.is_integer or acc.is_float):
         return None
-    fn = getattr(op, "pyfunc", op)
+    fn = op.pyfunc if isinstance(op, TileFunction) else op
     if not isinstance(fn, types.FunctionType):
-        return None
+        return None     # (a @tilecore.kernel is no operator: its compilation says so)
     try:
         parsed = parse_function(fn)
     except TileSyntaxError:
