@@ -78,6 +78,28 @@ def test_which_spellings_are_recognized(op, acc, want):
 
 
 @pytest.mark.float_scratch("status", "vals")   # float aggregates: rounded as each backend folds
+class UnhashableAdd:
+    """A callable object that cannot be hashed (it defines __eq__ only)."""
+
+    def __eq__(self, other):
+        return isinstance(other, UnhashableAdd)
+
+    def __call__(self, a, b):
+        return a + b
+
+
+def test_callable_objects_are_not_recognized_and_never_hashed():
+    """Not recognized; and the scan refuses an unhashable operator (its kernels
+    are found again by the operator's hash) by name, before it writes anything."""
+    assert recognized_operator(UnhashableAdd(), D.int32) is None
+    x = np.arange(10, dtype=np.int32)
+    y = np.full(10, 7, np.int32)
+    for temp in (None, np.zeros(1 << 16, np.uint8)):
+        with pytest.raises(TypeError, match='argument "op": .* got an unhashable UnhashableAdd'):
+            S.inclusive_scan(temp, x, y, UnhashableAdd(), 10)
+    np.testing.assert_array_equal(y, 7)
+
+
 def test_float32_add_lambda_runs_as_the_built_in_sum():
     """Random float32 data (sums rounded, association visible in the bits): the
     lambda's scan is bit for bit the built-in sum's on the two-level groups, the

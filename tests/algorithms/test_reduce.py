@@ -393,6 +393,16 @@ def test_too_small_temp_storage_names_sizes_and_writes_nothing():
     assert R.sum(np.zeros(-(-nbytes // 8), np.float64), x, out, x.size) == nbytes
 
 
+class UnhashableOp:
+    """A callable operator object that cannot be hashed (__eq__ without __hash__)."""
+
+    def __eq__(self, other):
+        return isinstance(other, UnhashableOp)
+
+    def __call__(self, a, b):
+        return a + b
+
+
 @pytest.mark.parametrize("call, exc, message", [
     (lambda x, o, t: R.sum(t, None, o, 4), TypeError, 'argument "d_in": expected an array'),
     (lambda x, o, t: R.sum(t, [1, 2], o, 2), TypeError, 'argument "d_in": expected an array'),
@@ -422,6 +432,8 @@ def test_too_small_temp_storage_names_sizes_and_writes_nothing():
     (lambda x, o, t: R.reduce(t, x, o, 4, "xor", 0.0), TypeError,
      'argument "init": operator "xor" needs an integer dtype, got float64'),
     (lambda x, o, t: R.reduce(t, x, o, 4, 3, 0), TypeError, 'argument "op": expected one of'),
+    (lambda x, o, t: R.reduce(t, x, o, 4, UnhashableOp(), 0), TypeError,
+     'argument "op": expected one of .* got an unhashable UnhashableOp object'),
     (lambda x, o, t: R.reduce(t, x, o, 4, "add", "zero"), TypeError,
      'argument "init": expected a number, got str'),
     (lambda x, o, t: R.transform_reduce(t, x, o, 4, "add", None, 0), TypeError,

@@ -37,7 +37,6 @@ _CALLS = {L.minimum: "min", L.maximum: "max", builtins.min: "min", builtins.max:
 _INTEGER_ONLY = ("and", "or", "xor", "min", "max")
 
 
-@functools.lru_cache(maxsize=1024)
 def recognized_operator(op: Any, acc: DType) -> Optional[str]:
     """The well-known operator ("add", "mul", "and", "or", "xor", "min",
     "max") that the user operator `op` computes in accumulator `acc`, or None
@@ -47,7 +46,12 @@ def recognized_operator(op: Any, acc: DType) -> Optional[str]:
         return None
     fn = op.pyfunc if isinstance(op, TileFunction) else op
     if not isinstance(fn, types.FunctionType):
-        return None     # (a @tilecore.kernel is no operator: its compilation says so)
+        return None     # (callable objects, which may not hash; a @tilecore.kernel)
+    return _recognized_function(fn, acc)
+
+
+@functools.lru_cache(maxsize=1024)
+def _recognized_function(fn: types.FunctionType, acc: DType) -> Optional[str]:
     try:
         parsed = parse_function(fn)
     except TileSyntaxError:

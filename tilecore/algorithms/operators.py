@@ -52,16 +52,15 @@ def op_name(op: Any, name: str = "op") -> Optional[str]:
             raise TypeError(f'Invalid argument "{name}": expected one of {list(WELL_KNOWN)} or a '
                             f"function of two tiles, got {op!r}")
         return op
-    try:
-        known = _BY_FUNCTION.get(op)
-    except TypeError:  # unhashable
-        known = None
-    if known is not None:
-        return known
     if not callable(op):
         raise TypeError(f'Invalid argument "{name}": expected one of {list(WELL_KNOWN)} or a '
                         f"function of two tiles, got {type(op).__name__}")
-    return None
+    try:
+        return _BY_FUNCTION.get(op)
+    except TypeError:   # the kernels made for an operator are found again by its hash
+        raise TypeError(f'Invalid argument "{name}": expected one of {list(WELL_KNOWN)} or a '
+                        f"function of two tiles, got an unhashable "
+                        f"{type(op).__name__} object") from None
 
 
 # (code, closure values, globals, defaults) -> the first function seen with them; and

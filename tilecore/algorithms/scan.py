@@ -125,8 +125,7 @@ def _scan(temp_storage, d_keys, d_in, d_out, op, init, num_items, stream, *, rul
     if by_key and _in_place(a_keys, a_out, n, out_name, "d_keys_in"):
         raise ValueError('Invalid argument "d_values_out": it is "d_keys_in" (a by-key scan '
                          "reads the keys while it writes the values: pass another array)")
-    kind = name or recognized_operator(op, acc) or "user"
-    plan = _plan(a_in.dtype, acc, kind, op if kind == "user" else None, eq, by_key, n >= _WIDE,
+    plan = _plan(a_in.dtype, acc, *_kind_and_op(name, op, acc), eq, by_key, n >= _WIDE,
                  exclusive, target)
     needed = _run(plan, temp_storage, a_in.host, stream, n, a_in.obj,
                   a_keys.obj if by_key else None, a_out.obj, init_value, has_init, in_place)
@@ -429,6 +428,14 @@ def running_sum_signature(d_in, d_out, exclusive: bool) -> Optional[_Sig]:
     return find(_sigs, _RUNNING_SUM_EXCLUSIVE if exclusive else _RUNNING_SUM, (d_in, d_out))[0]
 
 
+def _kind_and_op(name: Optional[str], op: Any, acc: DType) -> tuple[str, Any]:
+    """The plan's operator kind and user function: a well-known operator's name
+    (given by name, or a user function recognized as one: op_recognition) and
+    None, or "user" and the function."""
+    kind = name or recognized_operator(op, acc)
+    return (kind, None) if kind is not None else ("user", op)
+
+
 def inclusive_temp_bytes(target: Target, in_dtype: DType, op: Any, num_items: int,
                          by_key: bool = False) -> tuple[int, DType]:
     """(bytes, accumulator) that DeviceScan.inclusive_scan (by_key: the
@@ -438,7 +445,6 @@ def inclusive_temp_bytes(target: Target, in_dtype: DType, op: Any, num_items: in
     built on DeviceScan, such as DeviceReduce.reduce_by_key)."""
     name = op_name(op)
     acc = _accumulator("op", name, Arg(None, True, in_dtype, 0, 1, -1, ()), None, None)
-    kind = name or recognized_operator(op, acc) or "user"
-    plan = _plan(in_dtype, acc, kind, op if kind == "user" else None, None, by_key,
+    plan = _plan(in_dtype, acc, *_kind_and_op(name, op, acc), None, by_key,
                  num_items >= _WIDE, False, target)
     return plan.layout(num_items)[0].size(), acc
