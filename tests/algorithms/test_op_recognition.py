@@ -77,7 +77,6 @@ def test_which_spellings_are_recognized(op, acc, want):
     assert recognized_operator(op, acc) == want
 
 
-@pytest.mark.float_scratch("status", "vals")   # float aggregates: rounded as each backend folds
 class UnhashableAdd:
     """A callable object that cannot be hashed (it defines __eq__ only)."""
 
@@ -100,6 +99,7 @@ def test_callable_objects_are_not_recognized_and_never_hashed():
     np.testing.assert_array_equal(y, 7)
 
 
+@pytest.mark.float_scratch("status", "vals")   # float aggregates: rounded as each backend folds
 def test_float32_add_lambda_runs_as_the_built_in_sum():
     """Random float32 data (sums rounded, association visible in the bits): the
     lambda's scan is bit for bit the built-in sum's on the two-level groups, the
