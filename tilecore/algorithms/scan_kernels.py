@@ -103,7 +103,8 @@ from .scan_recompute import scan_recompute
 from .scan_status import (HEAD, MO, PREFIX, READY, flags_of, from_bits, load_words,
                           publish, publish_at, publish_prefix, read_words, scan_init,
                           scan_init_split, ticket)
-from .scan_tiles import fold_parts, join, join2, join_ok, op2, store_tile, tile_finish, tile_parts
+from .scan_tiles import (fold_parts, join, join2, join_ok, op2, store_tile, tile_aggregate,
+                         tile_finish, tile_load, tile_parts)
 from .scan_twopass import scan_downsweep, scan_partials
 
 __all__ = ["scan_init", "scan_init_split", "scan_fenwick", "scan_lookback", "scan_ordered",
@@ -299,9 +300,10 @@ def scan_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, SIZE, LANES,
     stays busy while it waits, and its predecessors have long published their
     aggregates by the time it looks (one tile a block moves in waves behind the
     slowest load before it). The ticket of the tile after next is drawn while
-    the next one loads, and that tile is prefetched into L2 at once
-    (prefetch_tile; the second tile is not: all blocks prefetching it at the
-    start delay the first loads, H200 2^24 int32 -4%). No aggregate waits for a
+    the next one's loads are in flight (mode 2; mode 3 once it is published:
+    see below), and that tile is prefetched into L2 at once (prefetch_tile; the
+    second tile is not: all blocks prefetching it at the start delay the first
+    loads, H200 2^24 int32 -4%). No aggregate waits for a
     look-back (mode 3: a group's aggregate waits only for the group's tile
     aggregates), and a look-back waits only for what smaller tiles publish,
     taken by running blocks: no deadlock, resident or not. With a block for
@@ -310,7 +312,14 @@ def scan_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, SIZE, LANES,
     folds without PIPE, in the same association: the same bits. (Never SINGLE:
     the host loads ahead only over several tiles.)"""
     tiles = (n - 1) // TILE + 1
-    if ct.num_blocks(0) >= tiles:
+    every = ct.num_blocks(0) >= tiles
+    # mode 2 draws a block's next ticket while a tile's loads are in flight (begin_ahead);
+    # mode 3 draws it before the block's first load, then after each tile is published:
+    # drawn during the loads it ran at 83.1% of the copy instead of 93.5% (H200 float32
+    # 2^27), presumably since a group's last tile waits in publish_ahead, and a ticket
+    # held through that wait holds up every tile after it (unmeasured)
+    draw = ~every & (MODE == 2)
+    if every:
         # a block for every tile: the block's own index is its tile and no counter is
         # touched (module docstring)
         t = ct.astype(ct.bid(0), counter.dtype)
@@ -318,22 +327,27 @@ def scan_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, SIZE, LANES,
     else:
         t = ticket(counter, False)
         t_next = t
-        if t < tiles:
+        if MODE != 2 and t < tiles:
             t_next = ticket(counter, False)     # the next tile's ticket, drawn a tile early
-    u, hu, h, a_head, agg = begin_ahead(
-        x, keys, y, n, t, tiles, status, vals, P, ct.zeros((TILE,), ACC),
+    u, hu, h, a_head, agg, drawn = begin_ahead(
+        x, keys, y, n, t, tiles, counter, draw, status, vals, P, ct.zeros((TILE,), ACC),
         ct.zeros((TILE,), ct.int32), ct.zeros((TILE,), ct.int32), ct.zeros((1,), ct.int32),
         ct.full((1,), ID, ACC), TILE, SIZE, ACC, KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY,
         IN_PLACE, PACKED, WIDE, MODE)
+    if MODE == 2:
+        t_next = drawn
     while t < tiles:
         # the next tile first: loaded, and what it publishes published, before this one's
         # prefix (a past-the-end ticket keeps this tile's parts: unused)
-        u_next, hu_next, h_next, head_next, agg_next = begin_ahead(
-            x, keys, y, n, t_next, tiles, status, vals, P, u, hu, h, a_head, agg, TILE, SIZE,
-            ACC, KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, PACKED, WIDE, MODE)
-        t_after = t_next
-        if t_next < tiles:
-            t_after = ticket(counter, False)  # in flight with the next tile's load
+        u_next, hu_next, h_next, head_next, agg_next, t_after = begin_ahead(
+            x, keys, y, n, t_next, tiles, counter, draw, status, vals, P, u, hu, h, a_head,
+            agg, TILE, SIZE, ACC, KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, PACKED,
+            WIDE, MODE)
+        if MODE != 2:
+            t_after = t_next
+            if t_next < tiles:
+                t_after = ticket(counter, False)
+        if t_after < tiles:
             prefetch_tile(x, keys, y, t_after, TILE, BY_KEY, IN_PLACE)
         if MODE == 2:
             lookback_rest(y, n, init, status, vals, P, t, u, hu, h, a_head, agg, TILE, SIZE, ACC,
@@ -367,19 +381,32 @@ def prefetch_tile(x, keys, y, t, TILE, BY_KEY, IN_PLACE):
 
 
 @ct.function
-def begin_ahead(x, keys, y, n, t, tiles, status, vals, P, u, hu, h, a_head, agg, TILE, SIZE, ACC,
-                KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, PACKED, WIDE, MODE):
+def begin_ahead(x, keys, y, n, t, tiles, counter, draw, status, vals, P, u, hu, h, a_head, agg,
+                TILE, SIZE, ACC, KIND, OP, ID, EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, PACKED, WIDE,
+                MODE):
     """Tile t of a block that loads ahead (scan_ahead): a tile of the input
-    (t < tiles) is loaded (tile_parts) and what it publishes published at once
-    (publish_ahead); the ticket past the tiles that ends the block loads nothing
-    (no index past the input is formed: 32-bit offsets stay below num_items) and
-    returns the parts given (u, hu, h, a_head, agg) as they are."""
+    (t < tiles) is loaded (tile_load), the block's next ticket drawn when `draw`
+    while the loads are in flight (its atomic round trip and broadcast then cost
+    no time of their own: a block drew them one after the other, on every
+    tile's path; H200 int32 sums 2^24 87.0 -> 89.5-89.9% of the same-bytes copy,
+    2^27 94.9 -> 97.0-97.3%), and what the tile publishes published at once
+    (tile_aggregate, publish_ahead). Returns the tile's parts and the ticket
+    drawn (else `tiles`). The ticket past the tiles that ends the block loads
+    nothing and draws nothing (no index past the input is formed: 32-bit offsets
+    stay below num_items): it returns the parts given (u, hu, h, a_head, agg) as
+    they are and itself."""
+    drawn = t
     if t < tiles:
-        u, hu, h, a_ok, a_head, agg = tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID,
-                                                 EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, WIDE)
+        u, hu, h, shifted, x_last, h_last = tile_load(x, keys, y, n, t, TILE, KIND, ID, EQ,
+                                                      HAS_EQ, SHIFT, BY_KEY, IN_PLACE, WIDE, ACC)
+        drawn = ct.astype(tiles, counter.dtype)
+        if draw:
+            drawn = ticket(counter, False)
+        a_ok, a_head, agg = tile_aggregate(u, hu, shifted, x_last, h_last, KIND, OP, ID, ACC,
+                                           SHIFT, BY_KEY)
         publish_ahead(status, vals, P, t, a_head, agg, SIZE, ACC, KIND, OP, ID, BY_KEY, PACKED,
                       MODE)
-    return u, hu, h, a_head, agg
+    return u, hu, h, a_head, agg, drawn
 
 
 @ct.kernel

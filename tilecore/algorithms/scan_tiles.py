@@ -16,7 +16,7 @@ import tilecore as ct
 from .reduce_kernels import combine_known, fold_known
 
 __all__ = ["ZERO", "op2", "join", "join2", "join_ok", "fold_parts", "heads_at",
-           "load_items", "tile_index", "tile_parts", "tile_finish", "store_items", "local_scan",
+           "load_items", "tile_index", "tile_parts", "tile_load", "tile_aggregate", "tile_finish", "store_items", "local_scan",
            "finish_known", "store_tile"]
 
 ZERO = ct.PaddingMode.ZERO
@@ -114,6 +114,19 @@ def tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ, HAS_EQ, EXCL, BY_K
     starts from (exclusive: shifted by one, lane 0 free), hu their heads, h the
     heads of the tile's own items (by-key), and the tile's aggregate part.
     The last tile's aggregate may include padding: no tile after it reads it."""
+    u, hu, h, shifted, x_last, h_last = tile_load(x, keys, y, n, t, TILE, KIND, ID, EQ, HAS_EQ,
+                                                  EXCL, BY_KEY, IN_PLACE, WIDE, ACC)
+    ok, head, agg = tile_aggregate(u, hu, shifted, x_last, h_last, KIND, OP, ID, ACC, EXCL,
+                                   BY_KEY)
+    return u, hu, h, ok, head, agg
+
+
+@ct.function
+def tile_load(x, keys, y, n, t, TILE, KIND, ID, EQ, HAS_EQ, EXCL, BY_KEY, IN_PLACE, WIDE, ACC):
+    """tile_parts' loads: (u, hu, h, shifted, x_last, h_last), the last two the
+    tile's last item and its head (exclusive scans' aggregates need them). A
+    caller may issue other work between these loads and tile_aggregate, which
+    waits for them."""
     base, g = tile_index(t, n, TILE, WIDE)
     lane = ct.arange(TILE, dtype=ct.int32)
     if KIND == "user":
@@ -143,6 +156,14 @@ def tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ, HAS_EQ, EXCL, BY_K
     else:
         h = ct.zeros((TILE,), ct.int32)
         hu = h
+    if not (BY_KEY and EXCL):
+        h_last = ct.zeros((1,), ct.int32)
+    return u, hu, h, shifted, x_last, h_last
+
+
+@ct.function
+def tile_aggregate(u, hu, shifted, x_last, h_last, KIND, OP, ID, ACC, EXCL, BY_KEY):
+    """tile_parts' aggregate part (ok, head, agg) of the items tile_load loaded."""
     if KIND != "user" and not BY_KEY:
         agg = fold_known(u, 0, KIND, ID, True)
         ok = ct.full((1,), 1, ct.int32)
@@ -166,7 +187,7 @@ def tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ, HAS_EQ, EXCL, BY_K
             else:
                 ok, head, agg = join(ok, head, agg, one, ct.zeros((1,), ct.int32), x_last,
                                      KIND, OP, ACC, BY_KEY)
-    return u, hu, h, ok, head, agg
+    return ok, head, agg
 
 
 @ct.function
