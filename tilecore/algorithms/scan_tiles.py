@@ -16,8 +16,8 @@ import tilecore as ct
 from .reduce_kernels import combine_known, fold_known
 
 __all__ = ["ZERO", "op2", "join", "join2", "join_ok", "fold_parts", "heads_at",
-           "load_items", "tile_index", "tile_parts", "tile_load", "tile_aggregate", "tile_finish", "store_items", "local_scan",
-           "finish_known", "store_tile"]
+           "load_items", "tile_index", "tile_parts", "tile_load", "tile_aggregate", "tile_finish",
+           "store_items", "local_scan", "finish_known", "store_tile"]
 
 ZERO = ct.PaddingMode.ZERO
 
