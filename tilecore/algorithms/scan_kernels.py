@@ -397,8 +397,8 @@ def begin_ahead(x, keys, y, n, t, tiles, counter, draw, status, vals, P, u, hu, 
     they are and itself."""
     drawn = t
     if t < tiles:
-        u, hu, h, shifted, x_last, h_last = tile_load(x, keys, y, n, t, TILE, KIND, ID, EQ,
-                                                      HAS_EQ, SHIFT, BY_KEY, IN_PLACE, WIDE, ACC)
+        u, hu, h, shifted, x_last, h_last = tile_load(x, keys, y, n, t, TILE, ACC, KIND, ID,
+                                                      EQ, HAS_EQ, SHIFT, BY_KEY, IN_PLACE, WIDE)
         drawn = ct.astype(tiles, counter.dtype)
         if draw:
             drawn = ticket(counter, False)

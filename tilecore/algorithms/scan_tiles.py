@@ -114,15 +114,15 @@ def tile_parts(x, keys, y, n, t, TILE, ACC, KIND, OP, ID, EQ, HAS_EQ, EXCL, BY_K
     starts from (exclusive: shifted by one, lane 0 free), hu their heads, h the
     heads of the tile's own items (by-key), and the tile's aggregate part.
     The last tile's aggregate may include padding: no tile after it reads it."""
-    u, hu, h, shifted, x_last, h_last = tile_load(x, keys, y, n, t, TILE, KIND, ID, EQ, HAS_EQ,
-                                                  EXCL, BY_KEY, IN_PLACE, WIDE, ACC)
+    u, hu, h, shifted, x_last, h_last = tile_load(x, keys, y, n, t, TILE, ACC, KIND, ID, EQ,
+                                                  HAS_EQ, EXCL, BY_KEY, IN_PLACE, WIDE)
     ok, head, agg = tile_aggregate(u, hu, shifted, x_last, h_last, KIND, OP, ID, ACC, EXCL,
                                    BY_KEY)
     return u, hu, h, ok, head, agg
 
 
 @ct.function
-def tile_load(x, keys, y, n, t, TILE, KIND, ID, EQ, HAS_EQ, EXCL, BY_KEY, IN_PLACE, WIDE, ACC):
+def tile_load(x, keys, y, n, t, TILE, ACC, KIND, ID, EQ, HAS_EQ, EXCL, BY_KEY, IN_PLACE, WIDE):
     """tile_parts' loads: (u, hu, h, shifted, x_last, h_last), the last two the
     tile's last item and its head (exclusive scans' aggregates need them). A
     caller may issue other work between these loads and tile_aggregate, which
