@@ -347,23 +347,23 @@ def test_first_pass_grid_leaves_no_lone_last_round():
         assert tiles - (grid - 1) * most > 0              # the last block has a tile too
 
 
-def test_first_pass_blocks_hold_fewer_than_2_to_the_32_items():
-    """arg_reduce numbers a block's items in 32 bits (the largest number marks no
-    item): past grid_max blocks' worth of 2^32 items the grid grows instead (no GPU holds such arrays yet; the grid's
-    arithmetic alone)."""
+def test_first_pass_blocks_hold_fewer_than_2_to_the_31_items():
+    """arg_reduce numbers a block's items in int32 (the largest number marks no
+    item): past grid_max blocks' worth of 2^31 items the grid grows instead (no
+    GPU holds such arrays yet; the grid's arithmetic alone)."""
     host = np.zeros(1 << 20, np.int8)
     v, i = np.zeros(1, np.int8), np.zeros(1, np.int64)
     R.arg_max(np.zeros(R.arg_max(None, host, v, i, host.size), np.uint8), host, v, i, host.size)
     plan = RM.signature_plan("arg_max", host, v, i)
     gmax, tile = plan.grid_max, plan.tile
-    for n in (gmax << 31, (gmax << 32) - 1, gmax << 32, (gmax << 34) + 5):
+    for n in (gmax << 30, (gmax << 31) - 1, gmax << 31, (gmax << 34) + 5):
         grid = plan.grid(n)
         tiles = n // tile
         per = -(-tiles // grid)
-        assert (per + 1) * tile < (1 << 32) - 1           # the tiles and the partial one
-        most = min(-(-tiles // gmax), (1 << 32) // tile - 2)
+        assert (per + 1) * tile < (1 << 31) - 1           # the tiles and the partial one
+        most = min(-(-tiles // gmax), (1 << 31) // tile - 2)
         assert per <= most < -(-tiles // (grid - 1))     # and no fewer blocks would do
-    assert plan.grid(gmax << 31) == gmax and plan.grid(gmax << 34) > gmax
+    assert plan.grid(gmax << 30) == gmax and plan.grid(gmax << 31) > gmax
 
 
 def test_allocators_use_the_cheapest_constructor(monkeypatch):

@@ -46,7 +46,7 @@ from .operators import (NUMERIC, as_scalar, check_operand_dtype, identity, op_na
 __all__ = ["DeviceReduce", "signature_plan"]
 
 _WIDE = 1 << 31              # counts from here on specialize the kernels to 64-bit offsets
-_MAX_BLOCK_ITEMS = 1 << 32   # a first-pass block's items stay below (see _Plan.grid)
+_MAX_BLOCK_ITEMS = 1 << 31   # a first-pass block's items stay below (see _Plan.grid)
 _ONE = (1,)
 
 
@@ -92,7 +92,7 @@ class _Plan:
         so that no few blocks run a last round alone (2^27 bfloat16 items in
         8192-item tiles: 512 blocks of 32 tiles, not 528 of which 16 take 32), and
         never so few that a block's items (its tiles and the partial last one)
-        number 2^32 - 1: arg_reduce numbers them in 32 bits, and its largest
+        number 2^31 - 1: arg_reduce numbers them in int32, and its largest
         number marks no item."""
         if n <= self.single_max:
             return 0
