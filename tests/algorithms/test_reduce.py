@@ -219,8 +219,10 @@ def test_narrow_float_extrema_compared_in_float32_as_in_the_value_type(dtype):
 # --- arg_min / arg_max ------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [np.int8, np.uint32, np.int64, np.float16, np.float32,
                                    np.float64])
-@pytest.mark.parametrize("n", [1, 33, 201, 3001])
+@pytest.mark.parametrize("n", [1, 33, 201, 1029, 1543, 2048, 3001])
 def test_arg_min_max(dtype, n):
+    """Sizes up to one tile, and 2, 3, 4 and 5-6 full 64-item tiles a block of 8
+    (a block's loop over narrow items takes its tiles four at a time)."""
     x = data(dtype, n, -50, 50)                     # many ties: first index must win
     v, i = np.zeros(1, dtype), np.zeros(1, np.int64)
     with small():
