@@ -263,7 +263,7 @@ def arg_pick(acc, pos, valid, MAX):
     93.9 -> 94.9%; float32 2^24 89.3 -> 92.2%). Positions stay below 2^31
     (reduce._MAX_BLOCK_ITEMS). A zero or NaN returns the chosen lane's own bits
     (the sign of a zero, a NaN's payload)."""
-    BIG = 2147483647
+    BIG = NO_ROUND                     # int32's largest: past every position
     if acc.dtype.is_float:
         num = valid & (acc == acc)
         if MAX:

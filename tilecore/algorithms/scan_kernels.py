@@ -316,8 +316,9 @@ def scan_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, SIZE, LANES,
     # mode 2 draws a block's next ticket while a tile's loads are in flight (begin_ahead);
     # mode 3 draws it before the block's first load, then after each tile is published:
     # drawn during the loads it ran at 83.1% of the copy instead of 93.5% (H200 float32
-    # 2^27), presumably since a group's last tile waits in publish_ahead, and a ticket
-    # held through that wait holds up every tile after it (unmeasured)
+    # 2^27): a group's last tile waits in publish_ahead, and a ticket held through that
+    # wait holds up every tile after it (drawn early everywhere but there, it ran as this
+    # order: float32 2^24 87.8 / 2^27 93.1% against 86.9 / 93.5%, H200, .gpu/m3draw37.py)
     draw = ~every & (MODE == 2)
     if every:
         # a block for every tile: the block's own index is its tile and no counter is
