@@ -166,6 +166,36 @@ def test_prefetch_is_no_write():
 
 
 @ct.kernel
+def plain_copy(x, y, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.store(y, (bid,), ct.load(x, (bid,), (TILE,), padding_mode=ct.PaddingMode.ZERO))
+
+
+@ct.kernel
+def scale_in_place(x, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.prefetch(x, (bid + 1,), (TILE,))
+    ct.store(x, (bid,), 2 * ct.load(x, (bid,), (TILE,), padding_mode=ct.PaddingMode.ZERO))
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_prefetched_read_only_arrays_keep_the_read_only_path(arch):
+    """A prefetch hands the array's address to inline asm, after which NVVM no
+    longer proves its `const __restrict__` loads read-only (ld.global.v4, not
+    .nc): the vector loads of an array a kernel prefetches and never writes go
+    through __ldg. Without a prefetch NVVM finds .nc itself (no __ldg needed);
+    an array the kernel writes never takes it."""
+    x, y, tile = _1d(4 * 8192)
+    ahead = _source(copy_ahead, (x, y, tile), arch)
+    assert "__ldg(reinterpret_cast<const uint4*>(arg0 + " in ahead
+    assert "ld.global.nc.v4" in _ptx(ahead, arch)
+    plain = _source(plain_copy, (x, y, tile), arch)
+    assert "__ldg(" not in plain and "ld.global.nc.v4" in _ptx(plain, arch)
+    written = _source(scale_in_place, (x, tile), arch)
+    assert "__ldg(" not in written and ".nc" not in _ptx(written, arch)
+
+
+@ct.kernel
 def around_writes(a, ON: ct.Constant[bool]):
     """Load, store, transposed reload and store of one tile: a block barrier
     before each access but the first, whether prefetches sit between them or

@@ -310,7 +310,12 @@ def scan_ahead(x, keys, y, n, init, counter, status, vals, P, TILE, SIZE, LANES,
     every tile, block b holds tile b and takes no ticket (a block then waits for
     blocks of smaller index, which start first). Mode 3 folds what it
     folds without PIPE, in the same association: the same bits. (Never SINGLE:
-    the host loads ahead only over several tiles.)"""
+    the host loads ahead only over several tiles.) The kernel is launched for
+    early start behind scan_init: tile bid, the block's likely first, is
+    prefetched into L2 while scan_init clears the status words (an L2 prefetch
+    reads nothing stale), then the block waits for it to finish."""
+    prefetch_tile(x, keys, y, ct.astype(ct.bid(0), counter.dtype), TILE, BY_KEY, IN_PLACE)
+    ct.grid_dependency_control_wait()
     tiles = (n - 1) // TILE + 1
     every = ct.num_blocks(0) >= tiles
     # mode 2 draws a block's next ticket while a tile's loads are in flight (begin_ahead);

@@ -80,11 +80,17 @@ class _Plan:
     recompute: Any          # scan_recompute (one launch: see ScanPolicy.one_launch)
 
     def kernel(self, threads: int):
+        """The single-pass kernel of `mode` for blocks of `threads`, launched for
+        early start behind scan_init (which lets it start at once): a load-ahead
+        scan prefetches its first tile into L2 before it waits for scan_init (H200
+        float32 2^24: 86.8 -> 88.5% of the same-bytes copy), the others, which do
+        not call grid_dependency_control_wait, wait at their first statement."""
         k = self.single.get(threads)
         if k is None:
             fn = {MODE_FENWICK: K.scan_fenwick, MODE_LOOKBACK: K.scan_lookback,
                   MODE_ORDERED: K.scan_ordered, MODE_GROUPS: K.scan_groups}[self.mode]
-            k = self.single[threads] = kernel_for(fn, threads, self.policy.vector_width)
+            k = self.single[threads] = kernel_for(fn, threads,
+                                                  self.policy.vector_width).for_early_start()
         return k
 
     def layout(self, n: int, items: Optional[int] = None) -> tuple[Layout, dict]:

@@ -215,7 +215,11 @@ def clear_words(counter, status, TILE):
 
 @ct.kernel
 def scan_init(counter, status, TILE: ct.Constant[int]):
-    """Clear the ticket counter and every tile's status word before a scan."""
+    """Clear the ticket counter and every tile's status word before a scan, and
+    let the scan start at once (it is launched for early start: a load-ahead
+    scan prefetches its first tile while this runs, then waits for it; the
+    others wait first: scan_plan)."""
+    ct.grid_dependency_control_launch_dependents()
     clear_words(counter, status, TILE)
 
 
@@ -224,5 +228,6 @@ def scan_init_split(counter, status, vals, TILE: ct.Constant[int]):
     """scan_init, and the second words of split 8-byte values (PACKED 2) too: a
     stale second word must not carry the flags its word will get (the grid
     covers the longer array; the other's tiles past its end store nothing)."""
+    ct.grid_dependency_control_launch_dependents()
     ct.store(vals, (ct.bid(0),), ct.zeros((TILE,), vals.dtype))
     clear_words(counter, status, TILE)

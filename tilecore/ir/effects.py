@@ -29,6 +29,12 @@ def written_params(fn: Function) -> frozenset[int]:
     return frozenset(p.index for p in fn.params if p.value.id in written)
 
 
+def prefetched_params(fn: Function) -> frozenset[int]:
+    """Python parameter indices of the arrays `fn` prefetches."""
+    fetched = {op.operands[0].id for op in fn.walk() if op.name == "prefetch"}
+    return frozenset(p.index for p in fn.params if p.value.id in fetched)
+
+
 def orders_memory(fn: Function) -> bool:
     """Whether `fn` has an access with acquire or release semantics: a load,
     gather, store or atomic whose memory order is neither WEAK nor RELAXED."""

@@ -29,6 +29,8 @@ class ArrayArg:
     aligned16: bool
     unit_stride: bool
     whole_vectors: bool = False
+    ldg: bool = False    # vector loads through __ldg (ld.global.nc): read-only, and
+                         # prefetched, which costs NVVM its own read-only inference
 
     def stride(self, axis: int) -> str:
         if axis == len(self.dims) - 1 and self.unit_stride:

@@ -20,7 +20,7 @@ from typing import Sequence
 
 from ...ir.block_reuse import streams
 from ...ir.core import Function
-from ...ir.effects import orders_memory, written_params
+from ...ir.effects import orders_memory, prefetched_params, written_params
 from ...ir.types import ArrayType
 from ...language.dtypes import DType
 from .cnames import scalar_format
@@ -109,6 +109,9 @@ def _signature(fn: Function, arrays: dict[int, ArraySpec], ctx: Ctx):
     decls, prologue, slots = [], [], []
     written = written_params(fn)
     shared = written if orders_memory(fn) else frozenset()  # written by other blocks, too
+    # a prefetched array's address goes into inline asm, after which NVVM no longer
+    # proves its `const __restrict__` loads read-only: they take __ldg (emit.ArrayArg)
+    ldg = prefetched_params(fn) - written
     for p in fn.params:
         t = p.value.type
         base = f"arg{p.index}"
@@ -117,7 +120,8 @@ def _signature(fn: Function, arrays: dict[int, ArraySpec], ctx: Ctx):
             ct = ctx.uses(t.dtype)
             arr = ArrayArg(base, tuple(f"{base}_dim{d}" for d in range(t.ndim)),
                            tuple(f"{base}_stride{d}" for d in range(t.ndim)),
-                           t.dtype, spec.aligned16, spec.unit_stride, spec.whole_vectors)
+                           t.dtype, spec.aligned16, spec.unit_stride, spec.whole_vectors,
+                           ldg=p.index in ldg)
             ctx.arrays[p.value.id] = arr
             # Array arguments never overlap (checked at launch), so every pointer is
             # __restrict__ (but those a kernel that orders accesses writes: see

@@ -143,6 +143,13 @@ def _chunk_loop(ctx: Ctx, acc: _TileAccess, v: int, lay: Layout, chunk, checked:
 _WORDS = {4: "unsigned int", 8: "uint2", 16: "uint4"}  # raw types of 4-, 8- and 16-byte vectors
 
 
+def _word_load(arr: ArrayArg, words: str, offset: str) -> str:
+    """A raw-word load of `arr` at element `offset`, through __ldg (the read-only
+    path) where `arr.ldg` says so."""
+    ptr = f"reinterpret_cast<const {words}*>({arr.ptr} + ({offset}))"
+    return f"__ldg({ptr})" if arr.ldg else f"*{ptr}"
+
+
 def _keep_packed(ctx: Ctx, op: Op, arr: ArrayArg) -> bool:
     """Hold a 16-bit float load as packed words (tc::Packed16) when its only
     uses convert it to float32 and it moves whole vectors: the registers then
@@ -183,8 +190,7 @@ def _load(ctx: Ctx, op: Op) -> None:
             # 16-bit values, the compiler re-packs them with moves that wait on
             # the load right after it is issued (so loads never overlap).
             words = _WORDS[v * arr.dtype.itemsize]
-            ctx.line(f"const {words} q = *reinterpret_cast<const {words}*>("
-                     f"{arr.ptr} + ({acc.offset()}));")
+            ctx.line(f"const {words} q = {_word_load(arr, words, acc.offset())};")
             ctx.line(f"memcpy(&{out}.w[k0 / 2], &q, sizeof(q));")
             return
         if packed and arr.whole_vectors:
@@ -195,8 +201,7 @@ def _load(ctx: Ctx, op: Op) -> None:
             # of 64, 3 blocks an SM instead of 4).
             words = _WORDS[v * arr.dtype.itemsize]
             ctx.open(f"if ({cond})")
-            ctx.line(f"const {words} q = *reinterpret_cast<const {words}*>("
-                     f"{arr.ptr} + ({acc.offset()}));")
+            ctx.line(f"const {words} q = {_word_load(arr, words, acc.offset())};")
             ctx.line(f"memcpy(&{out}.w[k0 / 2], &q, sizeof(q));")
             ctx.close("} else {")
             ctx.depth += 1
@@ -209,6 +214,10 @@ def _load(ctx: Ctx, op: Op) -> None:
             return
         ctx.line(f"{vec} w;")
         load = f"w = *reinterpret_cast<const {vec}*>({arr.ptr} + ({acc.offset()}));"
+        if arr.ldg and v * arr.dtype.itemsize in _WORDS:
+            words = _WORDS[v * arr.dtype.itemsize]
+            load = (f"{{ const {words} q = {_word_load(arr, words, acc.offset())}; "
+                    f"memcpy(&w, &q, sizeof(q)); }}")
         if not cond:
             ctx.line(load)
         else:
