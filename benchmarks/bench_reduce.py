@@ -15,12 +15,14 @@ small sums (2^10, 2^16), each call followed by nothing (1000 calls, then one
 synchronization): the two-phase API with a cached buffer, the convenience
 layer, cuda.compute's reusable object, CuPy, torch.
 
---operators prints Table 2 alone. --graph replaces the tables by the issue's other fair comparison at 2^20, 2^22
+--operators prints Table 2 alone, --sums Table 1 alone; --sizes 20,24,27 and
+--dtypes float32,int32 restrict Table 1 (log2 of n; dtypes of the table). --graph replaces the tables by the issue's other fair comparison at 2^20, 2^22
 and 2^24 (float32, int32, float64): 20 calls over rotating inputs captured
 into one CUDA graph on a CuPy stream, for tilecore's two-phase sum and CUB's
 reusable object alike, the graph replayed back to back between two events.
 
-    python benchmarks/bench_reduce.py [--out DIR] [--operators | --graph]
+    python benchmarks/bench_reduce.py [--out DIR] [--operators | --sums | --graph]
+                                      [--sizes 20,24,...] [--dtypes float32,...]
 """
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ import torch
 import tilecore.algorithms as A
 from tilecore.algorithms import DeviceReduce as R
 from common import buffer_sets, copy_bandwidth_gbs, device_info, parse_out, print_table, \
-    script_flag, steady_ms, write_json
+    script_flag, script_option, steady_ms, write_json
 
 try:
     import cuda.compute as cc
@@ -94,10 +96,10 @@ def check(x_t, out, dtype_name):
     assert abs(got - ref) <= tol, f"tilecore sum of {dtype_name} is wrong: {got} vs {ref}"
 
 
-def sums(stream, copy_gbs, records) -> list:
+def sums(stream, copy_gbs, records, sizes, dtypes) -> list:
     rows = []
-    for dtype_name in DTYPES:
-        for log2n in SIZES:
+    for dtype_name in dtypes:
+        for log2n in sizes:
             n = 1 << log2n
             itemsize = {"float32": 4, "int32": 4, "float64": 8, "bfloat16": 2}[dtype_name]
             sets = [make(dtype_name, n) for _ in range(buffer_sets(n * itemsize))]
@@ -270,7 +272,12 @@ def main() -> None:
                                                 "results": records})
         print(f"wrote {path}")
         return
-    only_operators = script_flag("--operators")
+    only_operators, only_sums = script_flag("--operators"), script_flag("--sums")
+    sizes = [int(v) for v in script_option("--sizes", SIZES)]
+    dtypes = script_option("--dtypes", list(DTYPES))
+    unknown = [d for d in dtypes if d not in DTYPES]
+    if unknown:
+        raise SystemExit(f"--dtypes: expected some of {', '.join(DTYPES)}, got {unknown}")
     out = parse_out()
     stream = torch.cuda.current_stream()
     records: list = []
@@ -280,14 +287,16 @@ def main() -> None:
         print(f"wrote {write_json(out, 'reduce_operators', {**device_info(), 'results': records})}")
         return
     copy_gbs = copy_bandwidth_gbs()
-    rows = sums(stream, copy_gbs, records)
+    rows = sums(stream, copy_gbs, records, sizes, dtypes)
     print_table(f"sum, GB/s read (steady state); copy {copy_gbs:.0f} GB/s read + written",
                 ["dtype", "n", "tilecore", "cub", "cupy", "torch", "tilecore/cub",
                  "tilecore/copy"], rows)
-    print_table("operators at 2^27, GB/s read, and relative to the sum",
-                ["dtype", "op", "GB/s", "of sum", "of reduce add"], operators(stream, records))
-    print_table("host time per call, us (1000 calls queued, no synchronization)",
-                ["n", "call", "us"], host_times(stream, records))
+    if not only_sums:
+        print_table("operators at 2^27, GB/s read, and relative to the sum",
+                    ["dtype", "op", "GB/s", "of sum", "of reduce add"],
+                    operators(stream, records))
+        print_table("host time per call, us (1000 calls queued, no synchronization)",
+                    ["n", "call", "us"], host_times(stream, records))
     path = write_json(out, "reduce", {**device_info(), "copy_gbs": copy_gbs,
                                       "cuda_compute": cc is not None, "results": records})
     print(f"wrote {path}")
