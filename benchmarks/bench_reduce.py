@@ -15,11 +15,12 @@ small sums (2^10, 2^16), each call followed by nothing (1000 calls, then one
 synchronization): the two-phase API with a cached buffer, the convenience
 layer, cuda.compute's reusable object, CuPy, torch.
 
---operators prints Table 2 alone, --sums Table 1 alone; --sizes 20,24,27 and
---dtypes float32,int32 restrict Table 1 (log2 of n; dtypes of the table). --graph replaces the tables by the issue's other fair comparison at 2^20, 2^22
-and 2^24 (float32, int32, float64): 20 calls over rotating inputs captured
-into one CUDA graph on a CuPy stream, for tilecore's two-phase sum and CUB's
-reusable object alike, the graph replayed back to back between two events.
+--operators prints Table 2 alone, --sums Table 1 alone; --sizes 20,24,27 (log2
+of n) and --dtypes float32,int32 restrict Table 1. --graph replaces the tables
+by the issue's other fair comparison at 2^20, 2^22 and 2^24 (float32, int32,
+float64): 20 calls over rotating inputs captured into one CUDA graph on a CuPy
+stream, for tilecore's two-phase sum and CUB's reusable object alike, the
+graph replayed back to back between two events.
 
     python benchmarks/bench_reduce.py [--out DIR] [--operators | --sums | --graph]
                                       [--sizes 20,24,...] [--dtypes float32,...]
@@ -273,7 +274,11 @@ def main() -> None:
         print(f"wrote {path}")
         return
     only_operators, only_sums = script_flag("--operators"), script_flag("--sums")
-    sizes = [int(v) for v in script_option("--sizes", SIZES)]
+    sizes = script_option("--sizes", [str(e) for e in SIZES])
+    if not all(v.isdigit() and 10 <= int(v) <= 31 for v in sizes):
+        raise SystemExit(f"--sizes: expected log2 sizes from 10 to 31, like 20,24,27; got "
+                         f"{','.join(sizes)}")
+    sizes = [int(v) for v in sizes]
     dtypes = script_option("--dtypes", list(DTYPES))
     unknown = [d for d in dtypes if d not in DTYPES]
     if unknown:

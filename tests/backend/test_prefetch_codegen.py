@@ -195,6 +195,16 @@ def test_prefetched_read_only_arrays_keep_the_read_only_path(arch):
     assert "__ldg(" not in written and ".nc" not in _ptx(written, arch)
 
 
+def test_read_only_path_kernels_on_the_interpreter():
+    """The kernels above compute what they say (NumPy), partial last tile included."""
+    x, y, tile = _1d()
+    ct.launch(None, (-(-x.size // tile),), plain_copy, (x, y, tile))
+    np.testing.assert_array_equal(y, x)
+    z = x.copy()
+    ct.launch(None, (-(-z.size // tile),), scale_in_place, (z, tile))
+    np.testing.assert_array_equal(z, 2 * x)
+
+
 @ct.kernel
 def around_writes(a, ON: ct.Constant[bool]):
     """Load, store, transposed reload and store of one tile: a block barrier

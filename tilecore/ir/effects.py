@@ -25,14 +25,19 @@ WRITING_OPS = frozenset({"store", "scatter", "atomic_rmw", "atomic_cas"})
 
 def written_params(fn: Function) -> frozenset[int]:
     """Python parameter indices of the arrays `fn` writes, on any path."""
-    written = {op.operands[0].id for op in fn.walk() if op.name in WRITING_OPS}
-    return frozenset(p.index for p in fn.params if p.value.id in written)
+    return _params_under(fn, WRITING_OPS)
 
 
 def prefetched_params(fn: Function) -> frozenset[int]:
     """Python parameter indices of the arrays `fn` prefetches."""
-    fetched = {op.operands[0].id for op in fn.walk() if op.name == "prefetch"}
-    return frozenset(p.index for p in fn.params if p.value.id in fetched)
+    return _params_under(fn, ("prefetch",))
+
+
+def _params_under(fn: Function, op_names) -> frozenset[int]:
+    """Python parameter indices of the arrays that are the first operand of an
+    op named in `op_names`."""
+    arrays = {op.operands[0].id for op in fn.walk() if op.name in op_names}
+    return frozenset(p.index for p in fn.params if p.value.id in arrays)
 
 
 def orders_memory(fn: Function) -> bool:
